@@ -1,0 +1,107 @@
+"""One exception hierarchy for contextledger, split by who is at fault.
+
+``ContextLedgerError`` is the base.  Subclasses say whether the *caller's input*, the
+*stored data*, a *backend* or a *policy* is at fault, and carry structured fields so that
+CLIs and services can render them without parsing messages.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "ContextLedgerError",
+    "ImportFormatError",
+    "InputError",
+    "IntegrityError",
+    "NotFoundError",
+    "PolicyError",
+    "ProviderSerializationError",
+    "ScopeError",
+    "StoredDataError",
+]
+
+
+class ContextLedgerError(Exception):
+    """Base of every error raised on purpose by contextledger."""
+
+
+class InputError(ContextLedgerError):
+    """The caller passed something invalid (bad argument, malformed file, unknown id)."""
+
+
+class ImportFormatError(InputError):
+    """A transcript file could not be imported.
+
+    Attributes:
+        path: the file being imported.
+        location: ``"line 12"`` / ``"record 3"`` / ``"messages[4].tool_calls[0]"`` or ``None``
+            when the problem concerns the whole file.
+        reason: what was wrong, in one sentence.
+    """
+
+    def __init__(self, path: str, location: str | None, reason: str) -> None:
+        self.path = path
+        self.location = location
+        self.reason = reason
+        where = f"{path}, {location}" if location else path
+        super().__init__(f"{where}: {reason}")
+
+
+class NotFoundError(InputError):
+    """A record addressed by id does not exist within the caller's scope."""
+
+    def __init__(self, kind: str, record_id: str) -> None:
+        self.kind = kind
+        self.record_id = record_id
+        super().__init__(f"{kind} {record_id!r} not found")
+
+
+class ScopeError(InputError):
+    """A read or write was attempted without a tenant scope, or outside it (a denial)."""
+
+
+class StoredDataError(ContextLedgerError):
+    """Stored data is inconsistent (corrupt row, dangling reference)."""
+
+
+class IntegrityError(StoredDataError):
+    """A payload's bytes do not match the sha256 recorded for it, or its blob is missing.
+
+    Attributes:
+        record_id: the artifact or blob key concerned.
+        expected: the recorded ``sha256:<hex>`` digest.
+        actual: the digest of the bytes found (``None`` when the blob is missing).
+    """
+
+    def __init__(self, record_id: str, expected: str, actual: str | None) -> None:
+        self.record_id = record_id
+        self.expected = expected
+        self.actual = actual
+        found = "missing" if actual is None else actual
+        super().__init__(f"{record_id}: payload integrity check failed (expected {expected}, found {found})")
+
+
+class BackendError(ContextLedgerError):
+    """The storage backend failed (connection, lock timeout, missing optional driver)."""
+
+
+class PolicyError(ContextLedgerError):
+    """A policy file is invalid or a policy cannot be applied.
+
+    Attributes:
+        key_path: dotted path of the offending key (``"budget.buckets.recent_tail"``) or ``None``.
+    """
+
+    def __init__(self, message: str, key_path: str | None = None, source: str | None = None) -> None:
+        self.key_path = key_path
+        self.source = source
+        prefix = ""
+        if source:
+            prefix += f"{source}: "
+        if key_path:
+            prefix += f"{key_path}: "
+        super().__init__(prefix + message)
+
+
+class ProviderSerializationError(ContextLedgerError):
+    """A provider serializer met content it cannot express (it never drops silently)."""
