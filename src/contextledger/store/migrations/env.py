@@ -1,0 +1,13 @@
+"""Alembic environment: always run online against the connection handed in by
+``contextledger.store.migrate.upgrade``."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from contextledger.store.schema import metadata
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

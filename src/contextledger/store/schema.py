@@ -1,0 +1,240 @@
+"""The relational schema (SQLAlchemy Core), shared by every SQL backend.
+
+Each table keeps the columns that queries filter, join or sort on, plus ``body``: the
+record's full JSON (pydantic ``model_dump(mode="json")``).  Loading a row validates
+``body`` into its record class, so new optional fields need no column.  Every table has
+``tenant_id`` and every query filters on it (scope enforced inside the query).
+
+Changing this module requires a new Alembic migration under ``store/migrations/versions``.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+__all__ = ["TABLES", "metadata"]
+
+metadata = sa.MetaData()
+
+_JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+def _id() -> sa.Column[str]:
+    return sa.Column("id", sa.String(64), primary_key=True)
+
+
+def _tenant() -> sa.Column[str]:
+    return sa.Column("tenant_id", sa.String(64), nullable=False)
+
+
+def _conv() -> sa.Column[str]:
+    return sa.Column("conversation_id", sa.String(64), nullable=False)
+
+
+def _body() -> sa.Column[object]:
+    return sa.Column("body", _JSON, nullable=False)
+
+
+tenants = sa.Table(
+    "tenants",
+    metadata,
+    _id(),
+    sa.Column("name", sa.String(200), nullable=False),
+    _body(),
+)
+
+conversations = sa.Table(
+    "conversations",
+    metadata,
+    _id(),
+    _tenant(),
+    sa.Column("user_id", sa.String(200)),
+    sa.Column("title", sa.Text, nullable=False, server_default=""),
+    sa.Column("content_key", sa.String(80)),
+    sa.Column("next_seq", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("created_at", sa.String(40), nullable=False),
+    _body(),
+    sa.Index("ix_conversations_tenant_created", "tenant_id", "created_at"),
+    sa.Index("ux_conversations_content_key", "tenant_id", "content_key", unique=True),
+)
+
+branches = sa.Table(
+    "branches",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("parent_branch_id", sa.String(64)),
+    sa.Column("fork_seq", sa.BigInteger),
+    _body(),
+    sa.Index("ix_branches_conv", "tenant_id", "conversation_id"),
+)
+
+participants = sa.Table(
+    "participants",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("name", sa.String(200), nullable=False),
+    _body(),
+    sa.Index("ix_participants_conv", "tenant_id", "conversation_id"),
+)
+
+messages = sa.Table(
+    "messages",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("kind", sa.String(24), nullable=False),
+    sa.Column("participant_id", sa.String(64)),
+    sa.Column("visibility", sa.String(24), nullable=False),
+    sa.Column("token_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("content_key", sa.String(80)),
+    _body(),
+    sa.Index("ix_messages_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
+    sa.Index("ux_messages_content_key", "tenant_id", "conversation_id", "content_key", unique=True),
+)
+
+model_runs = sa.Table(
+    "model_runs",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("participant_id", sa.String(64)),
+    _body(),
+    sa.Index("ix_model_runs_conv", "tenant_id", "conversation_id"),
+)
+
+tool_calls = sa.Table(
+    "tool_calls",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("call_id", sa.String(128), nullable=False),
+    sa.Column("tool_name", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(24), nullable=False),
+    sa.Column("message_id", sa.String(64), nullable=False),
+    sa.Column("participant_id", sa.String(64)),
+    _body(),
+    sa.Index("ux_tool_calls_call_id", "tenant_id", "conversation_id", "call_id", unique=True),
+    sa.Index("ix_tool_calls_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
+    sa.Index("ix_tool_calls_status", "tenant_id", "conversation_id", "status"),
+)
+
+tool_artifacts = sa.Table(
+    "tool_artifacts",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("call_id", sa.String(128), nullable=False),
+    sa.Column("tool_name", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(24), nullable=False),
+    sa.Column("sha256", sa.String(80), nullable=False),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("result_tokens", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("blob_key", sa.String(80)),
+    sa.Column("inline_text", sa.Text),
+    sa.Column("visibility", sa.String(24), nullable=False),
+    sa.Column("owner_participant_id", sa.String(64)),
+    _body(),
+    sa.Index("ux_tool_artifacts_call_id", "tenant_id", "conversation_id", "call_id", unique=True),
+    sa.Index("ix_tool_artifacts_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
+)
+
+tool_memories = sa.Table(
+    "tool_memories",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("subject_key", sa.String(600)),
+    sa.Column("resolution_state", sa.String(24), nullable=False),
+    sa.Column("visibility", sa.String(24), nullable=False),
+    sa.Column("owner_participant_id", sa.String(64)),
+    sa.Column("token_count", sa.Integer, nullable=False, server_default="0"),
+    _body(),
+    sa.Index("ix_tool_memories_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
+    sa.Index("ix_tool_memories_subject", "tenant_id", "conversation_id", "subject_key"),
+)
+
+skill_states = sa.Table(
+    "skill_states",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    _body(),
+    sa.Index("ix_skill_states_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
+)
+
+checkpoints = sa.Table(
+    "checkpoints",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    _body(),
+    sa.Index("ix_checkpoints_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
+)
+
+rules = sa.Table(
+    "rules",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64)),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    _body(),
+    sa.Index("ix_rules_conv", "tenant_id", "conversation_id", "seq"),
+)
+
+assemblies = sa.Table(
+    "assemblies",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("participant_id", sa.String(64)),
+    sa.Column("created_at", sa.String(40), nullable=False),
+    _body(),
+    sa.Column("payload", _JSON),
+    sa.Index("ix_assemblies_conv", "tenant_id", "conversation_id", "branch_id", "created_at"),
+)
+
+policy_decisions = sa.Table(
+    "policy_decisions",
+    metadata,
+    _id(),
+    _tenant(),
+    _conv(),
+    sa.Column("assembly_id", sa.String(64)),
+    sa.Column("record_id", sa.String(64)),
+    _body(),
+    sa.Index("ix_policy_decisions_conv", "tenant_id", "conversation_id"),
+    sa.Index("ix_policy_decisions_record", "tenant_id", "record_id"),
+)
+
+TABLES = {t.name: t for t in metadata.sorted_tables}
+"""Every table by name."""

@@ -1,0 +1,951 @@
+"""The SQL store: one implementation for SQLite and PostgreSQL (SQLAlchemy Core).
+
+Backend differences are confined to connection set-up (SQLite: WAL, busy timeout,
+``BEGIN IMMEDIATE`` for writes; PostgreSQL: psycopg 3) and the insert-or-ignore dialect.
+Sequence numbers are allocated from ``conversations.next_seq`` inside the write
+transaction, so concurrent writers (threads or processes) never collide.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from pydantic import BaseModel
+from sqlalchemy.engine import Connection, Engine
+
+from contextledger.errors import BackendError, InputError, NotFoundError
+from contextledger.records.enums import ToolCallStatus
+from contextledger.records.models import (
+    Branch,
+    ContextAssembly,
+    ContinuationCheckpoint,
+    Conversation,
+    Message,
+    ModelRun,
+    Participant,
+    PolicyDecision,
+    SkillState,
+    Tenant,
+    ToolArtifact,
+    ToolCall,
+    ToolMemory,
+)
+from contextledger.store import schema as S
+from contextledger.store.base import CAPABILITIES, LineageSegment, Scope, require_scope
+from contextledger.store.blobs import BlobStore
+
+__all__ = ["ConversationSummary", "SqlStore", "Writer"]
+
+R = TypeVar("R", bound=BaseModel)
+
+DEFAULT_INLINE_THRESHOLD_BYTES = 4096
+"""Payloads above this many bytes go to the blob store (seed 001 §6 problem 2)."""
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).isoformat()
+
+
+def _body(record: BaseModel) -> dict[str, Any]:
+    return record.model_dump(mode="json")
+
+
+def _segments_clause(table: sa.Table, segments: Sequence[LineageSegment]) -> sa.ColumnElement[bool]:
+    clauses = []
+    for seg in segments:
+        if seg.max_seq is None:
+            clauses.append(table.c.branch_id == seg.branch_id)
+        else:
+            clauses.append(sa.and_(table.c.branch_id == seg.branch_id, table.c.seq <= seg.max_seq))
+    if not clauses:
+        return sa.false()
+    return sa.or_(*clauses)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationSummary:
+    """A conversation with its record counts (``contextledger conversations``)."""
+
+    conversation: Conversation
+    message_count: int
+    tool_call_count: int
+    artifact_count: int
+
+
+class Writer:
+    """A unit of work: every write made through one ``Writer`` commits or rolls back together.
+
+    Obtain one with :meth:`SqlStore.writer`.  Methods raise :class:`ScopeError` when a
+    record's ``tenant_id`` differs from the writer's scope.
+    """
+
+    def __init__(self, store: SqlStore, conn: Connection, scope: Scope) -> None:
+        self.store = store
+        self.conn = conn
+        self.scope = scope
+
+    # -- helpers -------------------------------------------------------------------
+    def _check(self, record: Any) -> None:
+        tenant = getattr(record, "tenant_id", self.scope.tenant_id)
+        if tenant != self.scope.tenant_id:
+            from contextledger.errors import ScopeError
+
+            raise ScopeError(
+                f"record {getattr(record, 'id', '?')} belongs to tenant {tenant!r}, "
+                f"outside the writer's scope {self.scope.tenant_id!r}"
+            )
+
+    def _insert(self, table: sa.Table, values: dict[str, Any], *, ignore_conflict: bool = False) -> bool:
+        if ignore_conflict:
+            stmt = self.store._insert_ignore(table).values(**values)
+            result = self.conn.execute(stmt)
+            return bool(result.rowcount)
+        self.conn.execute(table.insert().values(**values))
+        return True
+
+    # -- tenants, conversations, branches ------------------------------------------
+    def ensure_tenant(self, name: str | None = None) -> Tenant:
+        """Create the scope's tenant row if missing and return it."""
+        row = self.conn.execute(
+            sa.select(S.tenants.c.body).where(S.tenants.c.id == self.scope.tenant_id)
+        ).first()
+        if row is not None:
+            return Tenant.model_validate(row.body)
+        tenant = Tenant(id=self.scope.tenant_id, name=name or self.scope.tenant_id, created_at=datetime.now(UTC))
+        self._insert(S.tenants, {"id": tenant.id, "name": tenant.name, "body": _body(tenant)}, ignore_conflict=True)
+        return tenant
+
+    def add_conversation(self, conv: Conversation, root_branch: Branch) -> bool:
+        """Insert a conversation and its root branch.  Returns ``False`` (and writes
+        nothing) when a conversation with the same ``content_key`` already exists."""
+        self._check(conv)
+        self.ensure_tenant()
+        inserted = self._insert(
+            S.conversations,
+            {
+                "id": conv.id,
+                "tenant_id": conv.tenant_id,
+                "user_id": conv.user_id,
+                "title": conv.title,
+                "content_key": conv.content_key,
+                "next_seq": 0,
+                "created_at": _iso(conv.created_at),
+                "body": _body(conv),
+            },
+            ignore_conflict=conv.content_key is not None,
+        )
+        if inserted:
+            self.add_branch(root_branch)
+        return inserted
+
+    def update_conversation(self, conv: Conversation) -> None:
+        """Replace a conversation's body (title, active branch, metadata)."""
+        self._check(conv)
+        self.conn.execute(
+            S.conversations.update()
+            .where(S.conversations.c.id == conv.id, S.conversations.c.tenant_id == conv.tenant_id)
+            .values(title=conv.title, body=_body(conv))
+        )
+
+    def allocate_seq(self, conversation_id: str, count: int = 1) -> int:
+        """Reserve ``count`` consecutive sequence numbers; returns the first.
+
+        Raises:
+            NotFoundError: no such conversation in scope.
+        """
+        t = S.conversations
+        row = self.conn.execute(
+            t.update()
+            .where(t.c.id == conversation_id, t.c.tenant_id == self.scope.tenant_id)
+            .values(next_seq=t.c.next_seq + count)
+            .returning(t.c.next_seq)
+        ).first()
+        if row is None:
+            raise NotFoundError("conversation", conversation_id)
+        return int(row.next_seq) - count + 1
+
+    def add_branch(self, branch: Branch) -> None:
+        """Insert a branch (fork without copying)."""
+        self._check(branch)
+        self._insert(
+            S.branches,
+            {
+                "id": branch.id,
+                "tenant_id": branch.tenant_id,
+                "conversation_id": branch.conversation_id,
+                "parent_branch_id": branch.parent_branch_id,
+                "fork_seq": branch.fork_seq,
+                "body": _body(branch),
+            },
+        )
+
+    def add_participant(self, p: Participant) -> None:
+        """Insert a participant."""
+        self._check(p)
+        self._insert(
+            S.participants,
+            {"id": p.id, "tenant_id": p.tenant_id, "conversation_id": p.conversation_id, "name": p.name, "body": _body(p)},
+        )
+
+    # -- transcript ------------------------------------------------------------------
+    def add_message(self, m: Message) -> bool:
+        """Insert a message; returns ``False`` when its ``content_key`` was already recorded."""
+        self._check(m)
+        return self._insert(
+            S.messages,
+            {
+                "id": m.id,
+                "tenant_id": m.tenant_id,
+                "conversation_id": m.conversation_id,
+                "branch_id": m.branch_id,
+                "seq": m.seq,
+                "role": m.role.value,
+                "kind": m.kind.value,
+                "participant_id": m.participant_id,
+                "visibility": m.visibility.value,
+                "token_count": m.token_count,
+                "content_key": m.content_key,
+                "body": _body(m),
+            },
+            ignore_conflict=m.content_key is not None,
+        )
+
+    def add_model_run(self, run: ModelRun) -> None:
+        """Insert a model run."""
+        self._check(run)
+        self._insert(
+            S.model_runs,
+            {
+                "id": run.id,
+                "tenant_id": run.tenant_id,
+                "conversation_id": run.conversation_id,
+                "branch_id": run.branch_id,
+                "participant_id": run.participant_id,
+                "body": _body(run),
+            },
+        )
+
+    def add_tool_call(self, call: ToolCall) -> bool:
+        """Insert a tool call; ``False`` when its ``call_id`` is already recorded (idempotent)."""
+        self._check(call)
+        return self._insert(
+            S.tool_calls,
+            {
+                "id": call.id,
+                "tenant_id": call.tenant_id,
+                "conversation_id": call.conversation_id,
+                "branch_id": call.branch_id,
+                "seq": call.seq,
+                "call_id": call.call_id,
+                "tool_name": call.tool_name,
+                "status": call.status.value,
+                "message_id": call.message_id,
+                "participant_id": call.participant_id,
+                "body": _body(call),
+            },
+            ignore_conflict=True,
+        )
+
+    def update_tool_call(self, call: ToolCall) -> None:
+        """Replace a tool call's status/body."""
+        self._check(call)
+        t = S.tool_calls
+        self.conn.execute(
+            t.update()
+            .where(t.c.id == call.id, t.c.tenant_id == call.tenant_id)
+            .values(status=call.status.value, body=_body(call))
+        )
+
+    def add_artifact(self, a: ToolArtifact) -> bool:
+        """Insert a tool artifact; ``False`` when one for the same ``call_id`` exists."""
+        self._check(a)
+        return self._insert(
+            S.tool_artifacts,
+            {
+                "id": a.id,
+                "tenant_id": a.tenant_id,
+                "conversation_id": a.conversation_id,
+                "branch_id": a.branch_id,
+                "seq": a.seq,
+                "call_id": a.call_id,
+                "tool_name": a.tool_name,
+                "status": a.status.value,
+                "sha256": a.sha256,
+                "size_bytes": a.size_bytes,
+                "result_tokens": a.result_tokens,
+                "blob_key": a.blob_key,
+                "inline_text": a.inline_text,
+                "visibility": a.visibility_scope.value,
+                "owner_participant_id": a.owner_participant_id,
+                "body": _body(a),
+            },
+            ignore_conflict=True,
+        )
+
+    def update_artifact(self, a: ToolArtifact) -> None:
+        """Replace an artifact's body (status, visibility, retention)."""
+        self._check(a)
+        t = S.tool_artifacts
+        self.conn.execute(
+            t.update()
+            .where(t.c.id == a.id, t.c.tenant_id == a.tenant_id)
+            .values(status=a.status.value, visibility=a.visibility_scope.value, body=_body(a))
+        )
+
+    def _memory_values(self, m: ToolMemory) -> dict[str, Any]:
+        return {
+            "branch_id": m.branch_id,
+            "seq": m.seq,
+            "subject_key": m.subject_key,
+            "resolution_state": m.resolution_state.value,
+            "visibility": m.visibility_scope.value,
+            "owner_participant_id": m.owner_participant_id,
+            "token_count": m.token_count,
+            "body": _body(m),
+        }
+
+    def add_memory(self, m: ToolMemory) -> None:
+        """Insert a tool memory."""
+        self._check(m)
+        self._insert(
+            S.tool_memories,
+            {"id": m.id, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, **self._memory_values(m)},
+        )
+
+    def update_memory(self, m: ToolMemory) -> None:
+        """Replace a memory (links, resolution state, repair attempts)."""
+        self._check(m)
+        t = S.tool_memories
+        self.conn.execute(
+            t.update().where(t.c.id == m.id, t.c.tenant_id == m.tenant_id).values(**self._memory_values(m))
+        )
+
+    def add_skill_state(self, s: SkillState) -> None:
+        """Insert a skill state snapshot."""
+        self._check(s)
+        self._insert(
+            S.skill_states,
+            {"id": s.id, "tenant_id": s.tenant_id, "conversation_id": s.conversation_id, "branch_id": s.branch_id, "seq": s.seq, "body": _body(s)},
+        )
+
+    def add_checkpoint(self, c: ContinuationCheckpoint) -> None:
+        """Insert a continuation checkpoint."""
+        self._check(c)
+        self._insert(
+            S.checkpoints,
+            {"id": c.id, "tenant_id": c.tenant_id, "conversation_id": c.conversation_id, "branch_id": c.branch_id, "seq": c.seq, "body": _body(c)},
+        )
+
+    def add_rule(self, rule_id: str, conversation_id: str, branch_id: str | None, seq: int, body: dict[str, Any]) -> bool:
+        """Insert a pinned rule/constraint record (idempotent on ``rule_id``)."""
+        return self._insert(
+            S.rules,
+            {"id": rule_id, "tenant_id": self.scope.tenant_id, "conversation_id": conversation_id, "branch_id": branch_id, "seq": seq, "body": body},
+            ignore_conflict=True,
+        )
+
+    def add_decision(self, d: PolicyDecision) -> None:
+        """Insert a policy decision."""
+        self._check(d)
+        self._insert(
+            S.policy_decisions,
+            {"id": d.id, "tenant_id": d.tenant_id, "conversation_id": d.conversation_id, "assembly_id": d.assembly_id, "record_id": d.record_id, "body": _body(d)},
+        )
+
+    def add_assembly(self, a: ContextAssembly, payload: dict[str, Any] | None) -> None:
+        """Insert a context assembly and (optionally) the payload it produced."""
+        self._check(a)
+        self._insert(
+            S.assemblies,
+            {
+                "id": a.id,
+                "tenant_id": a.tenant_id,
+                "conversation_id": a.conversation_id,
+                "branch_id": a.branch_id,
+                "participant_id": a.participant_id,
+                "created_at": _iso(a.created_at),
+                "body": _body(a),
+                "payload": payload,
+            },
+        )
+
+
+class SqlStore:
+    """The relational store (SQLite or PostgreSQL, chosen by URL) plus a blob store.
+
+    Args:
+        url: SQLAlchemy URL (``sqlite:////path/ledger.db``, ``postgresql+psycopg://…``).
+        blobs: where payloads above ``inline_threshold_bytes`` live.
+        inline_threshold_bytes: payload size (bytes) above which raw results are stored
+            as blobs; default 4096 (seed 001 §6 problem 2).
+        migrate: run Alembic migrations to head on open (default ``True``).
+
+    Raises:
+        BackendError: the driver is missing (``pip install 'contextledger[postgres]'``)
+            or the database cannot be reached.
+    """
+
+    capabilities = CAPABILITIES
+
+    def __init__(
+        self,
+        url: str,
+        blobs: BlobStore,
+        *,
+        inline_threshold_bytes: int = DEFAULT_INLINE_THRESHOLD_BYTES,
+        migrate: bool = True,
+    ) -> None:
+        self.url = url
+        self.blobs = blobs
+        self.inline_threshold_bytes = inline_threshold_bytes
+        self.engine = _make_engine(url)
+        self.dialect = self.engine.dialect.name
+        if migrate:
+            from contextledger.store.migrate import upgrade
+
+            upgrade(self.engine)
+
+    def close(self) -> None:
+        """Dispose of pooled connections."""
+        self.engine.dispose()
+
+    # -- transactions ------------------------------------------------------------------
+    def _insert_ignore(self, table: sa.Table) -> Any:
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            return pg_insert(table).on_conflict_do_nothing()
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table).on_conflict_do_nothing()
+
+    @contextmanager
+    def writer(self, scope: Scope | None, *, retries: int = 8) -> Iterator[Writer]:
+        """Open one write transaction for ``scope``.
+
+        On SQLite the transaction starts with ``BEGIN IMMEDIATE`` (writers queue on the
+        database lock, waiting up to the busy timeout); a busy error is retried only when
+        raised before the body ran.  Everything written through the yielded
+        :class:`Writer` commits together or not at all.
+
+        Raises:
+            ScopeError: no scope.
+            BackendError: the database stayed locked or unreachable.
+        """
+        scope = require_scope(scope)
+        attempt = 0
+        while True:
+            try:
+                conn = self.engine.connect()
+            except sa.exc.OperationalError as exc:
+                raise BackendError(f"cannot connect to {self.engine.url!r}: {exc}") from exc
+            try:
+                if self.dialect == "sqlite":
+                    conn.exec_driver_sql("BEGIN IMMEDIATE")
+                else:
+                    conn.begin()
+            except sa.exc.OperationalError as exc:
+                conn.close()
+                attempt += 1
+                if attempt > retries:
+                    raise BackendError(f"database busy after {retries} retries: {exc}") from exc
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+                continue
+            break
+        try:
+            yield Writer(self, conn, scope)
+            if self.dialect == "sqlite":
+                conn.exec_driver_sql("COMMIT")
+            else:
+                conn.commit()
+        except BaseException:
+            try:
+                if self.dialect == "sqlite":
+                    conn.exec_driver_sql("ROLLBACK")
+                else:
+                    conn.rollback()
+            finally:
+                conn.close()
+            raise
+        conn.close()
+
+    @contextmanager
+    def reader(self) -> Iterator[Connection]:
+        """A read connection (one consistent snapshot on PostgreSQL / SQLite WAL)."""
+        with self.engine.connect() as conn:
+            if self.dialect == "sqlite":
+                conn.exec_driver_sql("BEGIN")
+                try:
+                    yield conn
+                finally:
+                    conn.exec_driver_sql("COMMIT")
+            else:
+                with conn.begin():
+                    yield conn
+
+    def _rows(self, stmt: sa.Select[Any], model: type[R], conn: Connection | None = None) -> list[R]:
+        if conn is None:
+            with self.reader() as c:
+                rows = c.execute(stmt).all()
+        else:
+            rows = conn.execute(stmt).all()
+        return [model.model_validate(r.body) for r in rows]
+
+    def _one(self, stmt: sa.Select[Any], model: type[R], kind: str, record_id: str, conn: Connection | None = None) -> R:
+        rows = self._rows(stmt, model, conn)
+        if not rows:
+            raise NotFoundError(kind, record_id)
+        return rows[0]
+
+    # -- conversations -----------------------------------------------------------------
+    def get_conversation(self, scope: Scope | None, conversation_id: str, conn: Connection | None = None) -> Conversation:
+        """The conversation ``conversation_id``.
+
+        Raises:
+            NotFoundError: not in scope.
+        """
+        scope = require_scope(scope)
+        t = S.conversations
+        stmt = sa.select(t.c.body).where(t.c.id == conversation_id, t.c.tenant_id == scope.tenant_id)
+        if scope.user_id is not None:
+            stmt = stmt.where(t.c.user_id == scope.user_id)
+        return self._one(stmt, Conversation, "conversation", conversation_id, conn)
+
+    def find_conversation_by_content_key(self, scope: Scope | None, content_key: str) -> Conversation | None:
+        """The conversation imported from the same bytes, if any (idempotent import)."""
+        scope = require_scope(scope)
+        t = S.conversations
+        rows = self._rows(
+            sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.content_key == content_key),
+            Conversation,
+        )
+        return rows[0] if rows else None
+
+    def list_conversations(self, scope: Scope | None) -> list[ConversationSummary]:
+        """Every conversation in scope (oldest first) with message/tool-call/artifact counts."""
+        scope = require_scope(scope)
+        c = S.conversations
+
+        def count(table: sa.Table) -> sa.ScalarSelect[Any]:
+            return (
+                sa.select(sa.func.count())
+                .where(table.c.tenant_id == scope.tenant_id, table.c.conversation_id == c.c.id)
+                .scalar_subquery()
+            )
+
+        stmt = (
+            sa.select(c.c.body, count(S.messages).label("n_msg"), count(S.tool_calls).label("n_call"), count(S.tool_artifacts).label("n_art"))
+            .where(c.c.tenant_id == scope.tenant_id)
+            .order_by(c.c.created_at, c.c.id)
+        )
+        if scope.user_id is not None:
+            stmt = stmt.where(c.c.user_id == scope.user_id)
+        with self.reader() as conn:
+            rows = conn.execute(stmt).all()
+        return [
+            ConversationSummary(
+                conversation=Conversation.model_validate(r.body),
+                message_count=int(r.n_msg),
+                tool_call_count=int(r.n_call),
+                artifact_count=int(r.n_art),
+            )
+            for r in rows
+        ]
+
+    def delete_conversation(self, scope: Scope | None, conversation_id: str) -> None:
+        """Delete a conversation and every record of it (retention / account deletion).
+        Blobs are content-addressed and may be shared; they are left to blob GC."""
+        scope = require_scope(scope)
+        self.get_conversation(scope, conversation_id)
+        with self.writer(scope) as w:
+            for table in S.metadata.sorted_tables:
+                if "conversation_id" in table.c:
+                    w.conn.execute(
+                        table.delete().where(table.c.tenant_id == scope.tenant_id, table.c.conversation_id == conversation_id)
+                    )
+            w.conn.execute(
+                S.conversations.delete().where(
+                    S.conversations.c.tenant_id == scope.tenant_id, S.conversations.c.id == conversation_id
+                )
+            )
+
+    # -- branches / participants -----------------------------------------------------
+    def branches(self, scope: Scope | None, conversation_id: str, conn: Connection | None = None) -> list[Branch]:
+        """Every branch of a conversation, oldest first."""
+        scope = require_scope(scope)
+        t = S.branches
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id).order_by(t.c.id)
+        return sorted(self._rows(stmt, Branch, conn), key=lambda b: (b.created_at, b.id))
+
+    def get_branch(self, scope: Scope | None, branch_id: str, conn: Connection | None = None) -> Branch:
+        """The branch ``branch_id``.
+
+        Raises:
+            NotFoundError: not in scope.
+        """
+        scope = require_scope(scope)
+        t = S.branches
+        return self._one(sa.select(t.c.body).where(t.c.id == branch_id, t.c.tenant_id == scope.tenant_id), Branch, "branch", branch_id, conn)
+
+    def lineage(self, scope: Scope | None, branch_id: str, conn: Connection | None = None) -> list[LineageSegment]:
+        """The active branch and its ancestors up to each fork point (seed 000 §4.10).
+
+        Returns segments newest first: ``[LineageSegment(active, None), LineageSegment(parent,
+        fork_seq), …]``.  A child inherits from its parent only records with ``seq`` ≤ the
+        fork point, and the limit tightens as the walk goes up.
+        """
+        scope = require_scope(scope)
+        t = S.branches
+        stmt = sa.select(t.c.id, t.c.parent_branch_id, t.c.fork_seq).where(t.c.tenant_id == scope.tenant_id)
+        first = self.get_branch(scope, branch_id, conn)
+        stmt = stmt.where(t.c.conversation_id == first.conversation_id)
+        if conn is None:
+            with self.reader() as c:
+                rows = c.execute(stmt).all()
+        else:
+            rows = conn.execute(stmt).all()
+        by_id = {r.id: r for r in rows}
+        segments = [LineageSegment(branch_id=branch_id, max_seq=None)]
+        limit: int | None = None
+        current = by_id[branch_id]
+        seen = {branch_id}
+        while current.parent_branch_id is not None:
+            fork = current.fork_seq
+            limit = fork if limit is None or fork is None else min(limit, fork)
+            parent = by_id.get(current.parent_branch_id)
+            if parent is None or parent.id in seen:
+                break
+            seen.add(parent.id)
+            segments.append(LineageSegment(branch_id=parent.id, max_seq=limit))
+            current = parent
+        return segments
+
+    def participants(self, scope: Scope | None, conversation_id: str, conn: Connection | None = None) -> list[Participant]:
+        """Every participant of a conversation, oldest first."""
+        scope = require_scope(scope)
+        t = S.participants
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        return sorted(self._rows(stmt, Participant, conn), key=lambda p: (p.created_at, p.id))
+
+    # -- lineage-scoped reads ----------------------------------------------------------
+    def messages(
+        self,
+        scope: Scope | None,
+        conversation_id: str,
+        segments: Sequence[LineageSegment] | None = None,
+        *,
+        min_seq: int | None = None,
+        last: int | None = None,
+        kinds: Iterable[str] | None = None,
+        roles: Iterable[str] | None = None,
+        ids: Iterable[str] | None = None,
+        conn: Connection | None = None,
+    ) -> list[Message]:
+        """Messages of a conversation, in ``seq`` order.
+
+        Args:
+            segments: lineage to read (``None``: every branch).
+            min_seq: only messages with ``seq`` ≥ this.
+            last: only the newest ``last`` messages (a bounded window).
+            kinds / roles / ids: optional filters.
+        """
+        scope = require_scope(scope)
+        t = S.messages
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        if segments is not None:
+            stmt = stmt.where(_segments_clause(t, segments))
+        if min_seq is not None:
+            stmt = stmt.where(t.c.seq >= min_seq)
+        if kinds is not None:
+            stmt = stmt.where(t.c.kind.in_(list(kinds)))
+        if roles is not None:
+            stmt = stmt.where(t.c.role.in_(list(roles)))
+        if ids is not None:
+            stmt = stmt.where(t.c.id.in_(list(ids)))
+        if last is not None:
+            stmt = stmt.order_by(t.c.seq.desc()).limit(last)
+            return list(reversed(self._rows(stmt, Message, conn)))
+        return self._rows(stmt.order_by(t.c.seq), Message, conn)
+
+    def lineage_totals(
+        self, scope: Scope | None, conversation_id: str, segments: Sequence[LineageSegment], conn: Connection | None = None
+    ) -> dict[str, int]:
+        """Aggregates over a lineage without loading rows: ``messages``, ``message_tokens``,
+        ``artifacts``, ``artifact_tokens``, ``min_seq``, ``max_seq`` (tokens are cached
+        o200k counts)."""
+        scope = require_scope(scope)
+        m, a = S.messages, S.tool_artifacts
+        q1 = sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(m.c.token_count), 0), sa.func.min(m.c.seq), sa.func.max(m.c.seq)).where(
+            m.c.tenant_id == scope.tenant_id, m.c.conversation_id == conversation_id, _segments_clause(m, segments)
+        )
+        q2 = sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(a.c.result_tokens), 0)).where(
+            a.c.tenant_id == scope.tenant_id, a.c.conversation_id == conversation_id, _segments_clause(a, segments)
+        )
+
+        def run(c: Connection) -> dict[str, int]:
+            r1 = c.execute(q1).one()
+            r2 = c.execute(q2).one()
+            return {
+                "messages": int(r1[0]),
+                "message_tokens": int(r1[1]),
+                "min_seq": int(r1[2] or 0),
+                "max_seq": int(r1[3] or 0),
+                "artifacts": int(r2[0]),
+                "artifact_tokens": int(r2[1]),
+            }
+
+        if conn is None:
+            with self.reader() as c:
+                return run(c)
+        return run(conn)
+
+    def tool_calls(
+        self,
+        scope: Scope | None,
+        conversation_id: str,
+        segments: Sequence[LineageSegment] | None = None,
+        *,
+        statuses: Iterable[ToolCallStatus] | None = None,
+        message_ids: Iterable[str] | None = None,
+        call_ids: Iterable[str] | None = None,
+        conn: Connection | None = None,
+    ) -> list[ToolCall]:
+        """Tool calls in ``seq`` then ``call_index`` order, optionally filtered."""
+        scope = require_scope(scope)
+        t = S.tool_calls
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        if segments is not None:
+            stmt = stmt.where(_segments_clause(t, segments))
+        if statuses is not None:
+            stmt = stmt.where(t.c.status.in_([s.value for s in statuses]))
+        if message_ids is not None:
+            stmt = stmt.where(t.c.message_id.in_(list(message_ids)))
+        if call_ids is not None:
+            stmt = stmt.where(t.c.call_id.in_(list(call_ids)))
+        rows = self._rows(stmt.order_by(t.c.seq), ToolCall, conn)
+        return sorted(rows, key=lambda c: (c.seq, c.call_index))
+
+    def get_tool_call(self, scope: Scope | None, conversation_id: str, call_id: str, conn: Connection | None = None) -> ToolCall:
+        """The tool call with provider id ``call_id``.
+
+        Raises:
+            NotFoundError: unknown call id in this conversation.
+        """
+        rows = self.tool_calls(scope, conversation_id, call_ids=[call_id], conn=conn)
+        if not rows:
+            raise NotFoundError("tool call", call_id)
+        return rows[0]
+
+    def artifacts(
+        self,
+        scope: Scope | None,
+        conversation_id: str,
+        segments: Sequence[LineageSegment] | None = None,
+        *,
+        ids: Iterable[str] | None = None,
+        call_ids: Iterable[str] | None = None,
+        conn: Connection | None = None,
+    ) -> list[ToolArtifact]:
+        """Tool artifacts in ``seq`` order, optionally filtered."""
+        scope = require_scope(scope)
+        t = S.tool_artifacts
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        if segments is not None:
+            stmt = stmt.where(_segments_clause(t, segments))
+        if ids is not None:
+            stmt = stmt.where(t.c.id.in_(list(ids)))
+        if call_ids is not None:
+            stmt = stmt.where(t.c.call_id.in_(list(call_ids)))
+        return self._rows(stmt.order_by(t.c.seq), ToolArtifact, conn)
+
+    def get_artifact(self, scope: Scope | None, artifact_id: str, conn: Connection | None = None) -> ToolArtifact:
+        """The artifact ``artifact_id`` (any conversation of the tenant).
+
+        Raises:
+            NotFoundError: not in scope.
+        """
+        scope = require_scope(scope)
+        t = S.tool_artifacts
+        return self._one(
+            sa.select(t.c.body).where(t.c.id == artifact_id, t.c.tenant_id == scope.tenant_id),
+            ToolArtifact,
+            "artifact",
+            artifact_id,
+            conn,
+        )
+
+    def read_artifact_bytes(self, scope: Scope | None, artifact: ToolArtifact | str) -> bytes:
+        """The exact raw bytes of an artifact's result, verified against its sha256.
+
+        Raises:
+            NotFoundError: unknown artifact.
+            IntegrityError: blob missing or bytes do not match the recorded sha256.
+        """
+        from contextledger.errors import IntegrityError
+        from contextledger.store.blobs import sha256_key
+
+        scope = require_scope(scope)
+        art = self.get_artifact(scope, artifact) if isinstance(artifact, str) else artifact
+        if art.tenant_id != scope.tenant_id:
+            raise NotFoundError("artifact", art.id)
+        if art.deleted_at is not None:
+            raise NotFoundError("artifact payload (retention-deleted)", art.id)
+        if art.blob_key is not None:
+            data = self.blobs.get(art.blob_key)
+        else:
+            data = (art.inline_text or "").encode("utf-8")
+        actual = sha256_key(data)
+        if actual != art.sha256:
+            raise IntegrityError(art.id, art.sha256, actual)
+        return data
+
+    def memories(
+        self,
+        scope: Scope | None,
+        conversation_id: str,
+        segments: Sequence[LineageSegment] | None = None,
+        *,
+        last: int | None = None,
+        ids: Iterable[str] | None = None,
+        subject_keys: Iterable[str] | None = None,
+        conn: Connection | None = None,
+    ) -> list[ToolMemory]:
+        """Tool memories in ``seq`` order (``last``: only the newest N)."""
+        scope = require_scope(scope)
+        t = S.tool_memories
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        if segments is not None:
+            stmt = stmt.where(_segments_clause(t, segments))
+        if ids is not None:
+            stmt = stmt.where(t.c.id.in_(list(ids)))
+        if subject_keys is not None:
+            stmt = stmt.where(t.c.subject_key.in_(list(subject_keys)))
+        if last is not None:
+            stmt = stmt.order_by(t.c.seq.desc(), t.c.id.desc()).limit(last)
+            return sorted(self._rows(stmt, ToolMemory, conn), key=lambda m: (m.seq, m.id))
+        return sorted(self._rows(stmt.order_by(t.c.seq), ToolMemory, conn), key=lambda m: (m.seq, m.id))
+
+    def get_memory(self, scope: Scope | None, memory_id: str) -> ToolMemory:
+        """The memory ``memory_id``.
+
+        Raises:
+            NotFoundError: not in scope.
+        """
+        scope = require_scope(scope)
+        t = S.tool_memories
+        return self._one(sa.select(t.c.body).where(t.c.id == memory_id, t.c.tenant_id == scope.tenant_id), ToolMemory, "memory", memory_id)
+
+    def skill_states(self, scope: Scope | None, conversation_id: str, segments: Sequence[LineageSegment] | None = None, conn: Connection | None = None) -> list[SkillState]:
+        """Skill state snapshots in ``seq`` order."""
+        scope = require_scope(scope)
+        t = S.skill_states
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        if segments is not None:
+            stmt = stmt.where(_segments_clause(t, segments))
+        return self._rows(stmt.order_by(t.c.seq), SkillState, conn)
+
+    def checkpoints(self, scope: Scope | None, conversation_id: str, segments: Sequence[LineageSegment] | None = None, conn: Connection | None = None) -> list[ContinuationCheckpoint]:
+        """Continuation checkpoints in ``seq`` order."""
+        scope = require_scope(scope)
+        t = S.checkpoints
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        if segments is not None:
+            stmt = stmt.where(_segments_clause(t, segments))
+        return self._rows(stmt.order_by(t.c.seq), ContinuationCheckpoint, conn)
+
+    def rule_bodies(self, scope: Scope | None, conversation_id: str, conn: Connection | None = None) -> list[dict[str, Any]]:
+        """Pinned rule records of a conversation (raw JSON bodies, ``seq`` order)."""
+        scope = require_scope(scope)
+        t = S.rules
+        stmt = sa.select(t.c.body, t.c.branch_id, t.c.seq).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id).order_by(t.c.seq, t.c.id)
+        if conn is None:
+            with self.reader() as c:
+                rows = c.execute(stmt).all()
+        else:
+            rows = conn.execute(stmt).all()
+        return [dict(r.body) | {"_branch_id": r.branch_id, "_seq": int(r.seq)} for r in rows]
+
+    def model_runs(self, scope: Scope | None, conversation_id: str) -> list[ModelRun]:
+        """Model runs of a conversation."""
+        scope = require_scope(scope)
+        t = S.model_runs
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        return sorted(self._rows(stmt, ModelRun), key=lambda r: (r.started_at, r.id))
+
+    # -- assemblies ----------------------------------------------------------------------
+    def get_assembly(self, scope: Scope | None, assembly_id: str) -> tuple[ContextAssembly, dict[str, Any] | None]:
+        """An assembly record and the payload stored with it.
+
+        Raises:
+            NotFoundError: not in scope.
+        """
+        scope = require_scope(scope)
+        t = S.assemblies
+        with self.reader() as conn:
+            row = conn.execute(sa.select(t.c.body, t.c.payload).where(t.c.id == assembly_id, t.c.tenant_id == scope.tenant_id)).first()
+        if row is None:
+            raise NotFoundError("assembly", assembly_id)
+        return ContextAssembly.model_validate(row.body), row.payload
+
+    def latest_assembly(
+        self, scope: Scope | None, conversation_id: str, branch_id: str, participant_id: str | None, conn: Connection | None = None
+    ) -> ContextAssembly | None:
+        """The newest assembly for the same branch and participant, if any."""
+        scope = require_scope(scope)
+        t = S.assemblies
+        stmt = (
+            sa.select(t.c.body)
+            .where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, t.c.branch_id == branch_id)
+            .where(t.c.participant_id.is_(None) if participant_id is None else t.c.participant_id == participant_id)
+            .order_by(t.c.created_at.desc(), t.c.id.desc())
+            .limit(1)
+        )
+        rows = self._rows(stmt, ContextAssembly, conn)
+        return rows[0] if rows else None
+
+    def decisions(self, scope: Scope | None, *, assembly_id: str | None = None, record_id: str | None = None, conversation_id: str | None = None) -> list[PolicyDecision]:
+        """Policy decisions filtered by assembly, subject record or conversation."""
+        scope = require_scope(scope)
+        t = S.policy_decisions
+        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id)
+        if assembly_id is not None:
+            stmt = stmt.where(t.c.assembly_id == assembly_id)
+        if record_id is not None:
+            stmt = stmt.where(t.c.record_id == record_id)
+        if conversation_id is not None:
+            stmt = stmt.where(t.c.conversation_id == conversation_id)
+        return sorted(self._rows(stmt, PolicyDecision), key=lambda d: (d.created_at, d.id))
+
+
+def _make_engine(url: str) -> Engine:
+    if url.startswith("postgresql"):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - depends on install
+            raise BackendError("PostgreSQL needs psycopg: pip install 'contextledger[postgres]'") from exc
+        return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    if not url.startswith("sqlite"):
+        raise InputError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql+psycopg://…")
+    path = url.split("///", 1)[1] if "///" in url else ""
+    if path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(url, connect_args={"timeout": 60, "check_same_thread": False})
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN/COMMIT ourselves
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA busy_timeout=60000")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    return engine
