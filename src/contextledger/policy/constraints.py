@@ -1,0 +1,493 @@
+"""Constraints in use: user constraints from conversation, injection, and enforcement.
+
+Seed 001 §6 problem 4: hard constraints are intercepted by the runtime, soft ones are
+injected into context, situational ones only when their path/tool matches.  Seed 001 §10:
+explicit user requirements belong to the hard constraints of every compaction handoff,
+so user constraints are pinned and re-emitted verbatim in every request.
+
+* :func:`extract_user_constraints` finds constraint sentences in a message (English and
+  Japanese) and returns pinned, hard, user-authority rules holding each sentence
+  verbatim.  Questions are never constraints.
+* :func:`rules_for_context` selects the rules to inject for the paths/tools in play.
+* :func:`check_tool_call` is the pre-execution check a caller runs before a tool runs.
+
+Enforcement heuristic (documented, deliberately conservative — a violation means
+"intercept or ask for approval", seed 001 §6 problem 4):
+
+* only ``hard`` rules are enforced, and only when the call is in the rule's tool scope;
+* a rule whose text speaks of modifying things (``restricts == "writes"``) is checked
+  only against modifying calls: edit/write tools, shell commands that write (redirects,
+  ``rm``, ``mv``, ``sed -i`` …), and unknown tools; read-only tools never violate it;
+* a path-scoped rule is violated when a touched path matches its scope (and, if the
+  rule back-quotes commands, one of them occurs in the arguments);
+* a rule with ``allowed_paths`` is violated by a modifying call touching a path outside;
+* a tool-scoped rule without paths is violated by any call of the tool, or — when the
+  rule back-quotes something (``NEVER run `git push --force` ``) — by a call whose
+  arguments contain it;
+* an unscoped rule is enforced only through its back-quoted spans; other unscoped hard
+  rules cannot be checked mechanically and are injected instead.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from contextledger.policy.authority import SourceKind, authority_for_source
+from contextledger.policy.rules import (
+    Rule,
+    claimed_authority,
+    path_matches,
+    tool_matches,
+    write_restricting,
+)
+
+__all__ = [
+    "READ_ONLY_TOOLS",
+    "SHELL_TOOLS",
+    "WRITE_TOOLS",
+    "Violation",
+    "check_tool_call",
+    "extract_user_constraints",
+    "is_modifying_call",
+    "rules_for_context",
+    "split_sentences",
+    "touched_paths",
+]
+
+WRITE_TOOLS = frozenset(
+    {
+        "edit",
+        "multiedit",
+        "write",
+        "notebookedit",
+        "apply_patch",
+        "write_file",
+        "edit_file",
+        "create_file",
+        "delete_file",
+        "str_replace_editor",
+        "str_replace_based_edit_tool",
+    }
+)
+"""Tools (case-folded names) that modify files."""
+
+SHELL_TOOLS = frozenset(
+    {
+        "bash",
+        "shell",
+        "sh",
+        "exec_command",
+        "run_command",
+        "execute_bash",
+        "local_shell",
+        "terminal",
+        "run_terminal_cmd",
+    }
+)
+"""Tools (case-folded names) that run shell commands."""
+
+READ_ONLY_TOOLS = frozenset(
+    {
+        "read",
+        "glob",
+        "grep",
+        "ls",
+        "webfetch",
+        "websearch",
+        "notebookread",
+        "read_file",
+        "list_dir",
+        "list_files",
+        "view",
+        "search",
+        "find",
+        "todowrite",
+        "task",
+    }
+)
+"""Tools (case-folded names) that never modify files."""
+
+_PATH_KEYS = frozenset(
+    {
+        "file_path",
+        "path",
+        "notebook_path",
+        "filepath",
+        "filename",
+        "file",
+        "target_file",
+        "target",
+        "destination",
+        "source",
+        "old_path",
+        "new_path",
+        "dir",
+        "directory",
+    }
+)
+_PATH_LIST_KEYS = frozenset({"paths", "files", "file_paths"})
+_TEXT_KEYS = frozenset({"command", "cmd", "script", "input", "patch"})
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+_FILE_LIKE = re.compile(r"^[\w.@+-]+\.[A-Za-z0-9]{1,10}$")
+_SHELL_WRITES = re.compile(
+    r"(?:^|[\s;&|])(?:>>?|rm|rmdir|mv|cp|touch|tee|truncate|mkdir|ln|chmod|chown|patch|dd|"
+    r"install)(?=[\s]|$)|\bsed\s+(?:-\w*\s+)*-i|\bperl\s+-\w*i|\bgit\s+(?:checkout|apply|"
+    r"restore|rm|mv|reset|clean|commit|push|am|cherry-pick|revert|merge|rebase)\b|>",
+)
+
+
+class Violation(BaseModel):
+    """A hard rule a tool call would break (the caller intercepts or asks for approval).
+
+    Attributes:
+        rule_id: the rule broken.
+        reason: one sentence: what in the call breaks it.
+        rule_text: the rule, verbatim.
+        matched: the path or back-quoted span that triggered it, or the tool name.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule_id: str
+    reason: str
+    rule_text: str
+    matched: str
+
+
+# --- arguments ----------------------------------------------------------------------
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key in sorted(value, key=str):
+            yield from _strings(value[key])
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _command_text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def _path_tokens(command: str) -> Iterator[str]:
+    yield from (m.strip() for m in _PATCH_FILE.findall(command))
+    try:
+        tokens = shlex.split(command, comments=False)
+    except ValueError:
+        tokens = command.split()
+    for token in tokens:
+        token = token.lstrip("<>&|;(").rstrip(";&|)")
+        if not token or token.startswith("-") or "://" in token or "=" in token:
+            continue
+        if "/" in token or _FILE_LIKE.match(token):
+            yield token
+
+
+def _walk_paths(arguments: Mapping[str, Any]) -> Iterator[str]:
+    for key in sorted(arguments, key=str):
+        value = arguments[key]
+        lowered = str(key).casefold()
+        if lowered in _PATH_KEYS and isinstance(value, str) and value:
+            yield value
+        elif lowered in _PATH_LIST_KEYS and isinstance(value, list | tuple):
+            yield from (v for v in value if isinstance(v, str) and v)
+        elif lowered in _TEXT_KEYS and isinstance(value, str | list | tuple):
+            yield from _path_tokens(_command_text(value))
+        elif isinstance(value, Mapping):
+            yield from _walk_paths(value)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                if isinstance(item, Mapping):
+                    yield from _walk_paths(item)
+
+
+def touched_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+    """Paths a tool call touches, in first-seen order without duplicates.
+
+    Read from path-like keys (``file_path``, ``path``, ``notebook_path``, ``paths`` …,
+    at any depth) and from path-looking tokens of command/patch text (``command``,
+    ``cmd``, ``script``, ``input``, ``patch``: tokens containing ``/`` or shaped like
+    ``name.ext``, and ``*** Update File:`` lines).
+    """
+    seen: dict[str, None] = {}
+    for path in _walk_paths(arguments):
+        seen.setdefault(path, None)
+    return tuple(seen)
+
+
+def is_modifying_call(tool_name: str, arguments: Mapping[str, Any]) -> bool:
+    """True when the call may modify files (see module doc; unknown tools count as yes)."""
+    name = tool_name.casefold()
+    if name in WRITE_TOOLS:
+        return str(arguments.get("command", "")).casefold() != "view"
+    if name in SHELL_TOOLS:
+        text = " ".join(_command_text(arguments[k]) for k in arguments if k in _TEXT_KEYS)
+        return _SHELL_WRITES.search(text) is not None
+    return name not in READ_ONLY_TOOLS
+
+
+def rules_for_context(
+    rules: Sequence[Rule], touched_paths: Iterable[str] = (), touched_tools: Iterable[str] = ()
+) -> list[Rule]:
+    """The rules to inject: unscoped ones always, scoped ones only when in scope.
+
+    Hard and soft rules are both injected (hard rules are also enforced); input order is
+    kept.
+    """
+    paths = list(touched_paths)
+    tools = list(touched_tools)
+    return [rule for rule in rules if rule.applies_to(paths, tools)]
+
+
+def check_tool_call(
+    rules: Sequence[Rule], tool_name: str, arguments: Mapping[str, Any]
+) -> list[Violation]:
+    """The hard rules a tool call would break, in rule order (one violation per rule).
+
+    Run by the caller before the tool executes (seed 001 §6 problem 4: hard constraints
+    are intercepted by the system).  See the module doc for the exact heuristic.
+
+    Args:
+        rules: all rules in force (soft and situational ones are ignored).
+        tool_name: the tool about to run.
+        arguments: its arguments as the model sent them.
+    """
+    paths = touched_paths(arguments)
+    text = "\n".join(_strings(arguments))
+    modifying = is_modifying_call(tool_name, arguments)
+    violations: list[Violation] = []
+    for rule in rules:
+        if rule.strength != "hard":
+            continue
+        if rule.scope_tools and not any(tool_matches(t, tool_name) for t in rule.scope_tools):
+            continue
+        if rule.restricts == "writes" and not modifying:
+            continue
+        found = _check_rule(rule, tool_name, paths, text, modifying)
+        if found is not None:
+            violations.append(found)
+    return violations
+
+
+def _check_rule(
+    rule: Rule, tool_name: str, paths: Sequence[str], text: str, modifying: bool
+) -> Violation | None:
+    def violation(reason: str, matched: str) -> Violation:
+        return Violation(rule_id=rule.id, reason=reason, rule_text=rule.text, matched=matched)
+
+    if rule.allowed_paths:
+        if not modifying:
+            return None
+        outside = [p for p in paths if not any(path_matches(a, p) for a in rule.allowed_paths)]
+        if outside:
+            allowed = ", ".join(rule.allowed_paths)
+            return violation(f"{outside[0]} is outside the allowed paths ({allowed})", outside[0])
+        return None
+    spans = rule.code_spans
+    span = next((s for s in spans if s in text), None)
+    if rule.scope_paths:
+        for path in paths:
+            pattern = next((s for s in rule.scope_paths if path_matches(s, path)), None)
+            if pattern is not None and (not spans or span is not None):
+                return violation(f"{path} is in the scope {pattern} of a hard rule", path)
+        return None
+    if span is not None:
+        return violation(f"the call contains `{span}`, forbidden by a hard rule", span)
+    if rule.scope_tools and not spans:
+        return violation(f"tool {tool_name} is forbidden by a hard rule", tool_name)
+    return None
+
+
+# --- user constraints ---------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+_LEAD = r"^(?:(?:please|and|also|but|so|just|ok|okay|then|now|again|oh|pls)[,\s]+)*"
+_NEG_WORDS = r"(?:never|do\s+not|don't|don’t|dont|must\s+not|mustn't|avoid|stop|refrain\s+from)"
+_EN_PATTERNS = (
+    re.compile(_LEAD + _NEG_WORDS + r"\b", re.IGNORECASE),
+    re.compile(
+        r"(?:[,;:]\s*|\s[-—]\s*|\b(?:and|but|so|then|also|please)\s+)(?:please\s+)?"
+        r"(?:never|do\s+not|don't|don’t)\s+[a-z]",
+        re.IGNORECASE,
+    ),
+    re.compile(r"\bmust\s+(?:not|never)\b|\bmustn't\b", re.IGNORECASE),
+    re.compile(
+        r"\b(?:you|we)\s+(?:must|should\s+never|shall\s+not|are\s+not\s+allowed\s+to|"
+        r"may\s+not|need\s+to\s+always)\b",
+        re.IGNORECASE,
+    ),
+    re.compile(_LEAD + r"always\b", re.IGNORECASE),
+    re.compile(
+        r"\bask\s+(?:me\s+)?(?:first|before)\b|\bcheck\s+with\s+me\s+(?:first|before)\b|"
+        r"\bwait\s+for\s+(?:my|an?|explicit)\s+(?:explicit\s+)?(?:approval|go-ahead|"
+        r"go\s+ahead|confirmation|ok|okay|sign-off)\b|\bwithout\s+my\s+(?:approval|"
+        r"permission|ok|okay|sign-off)\b|\bget\s+my\s+(?:approval|permission|ok|sign-off)\b|"
+        r"\buntil\s+i\s+(?:approve|say\s+so|confirm)\b|\bneeds?\s+my\s+approval\b",
+        re.IGNORECASE,
+    ),
+)
+_EN_TARGET = re.compile(
+    r"\b(?:only\s+(?:change|modify|edit|touch|update|write\s+to|work\s+(?:in|on))|"
+    r"limit\s+(?:your\s+)?(?:changes|edits)\s+to|keep\s+(?:your\s+)?(?:changes|edits)\s+"
+    r"(?:inside|within|under|in))\b(?:\s+(?:the\s+)?(?:files?|code)\s*)?"
+    r"(?:\s*(?:under|in|inside|within))?\s+(?P<rest>.+)$",
+    re.IGNORECASE,
+)
+_EN_EXCLUDE = re.compile(
+    r"^\W*(?:never\s+mind|don'?t\s+(?:know|worry|understand|think|see|remember|get\s+it)|"
+    r"do\s+not\s+(?:know|understand|think))\b",
+    re.IGNORECASE,
+)
+_EN_QUESTION_START = re.compile(
+    r"^\W*(?:why|how|what|when|where|which|who|whom|whose|can|could|would|should|is|are|"
+    r"was|were|will|shall|may|might|did|does|have|has|do\s+(?:you|we|i|they))\b",
+    re.IGNORECASE,
+)
+_JA_PATTERNS = (
+    re.compile(r"ないで(?:ください|下さい|ほしい|欲しい|くれ)|ないで[ねよ]?[。！!]?$"),
+    re.compile(
+        r"ないこと|ないように|禁止|してはいけない|してはならない|てはいけない|"
+        r"てはならない|ちゃだめ|ちゃダメ|てはだめ|ては駄目|厳禁|するな[。！!]?$"
+    ),
+    re.compile(
+        r"前に(?:必ず)?(?:確認|相談|承認|許可)|(?:承認|許可|確認|OK)を(?:待って|得て|"
+        r"もらって|取って|とって)|勝手に"
+    ),
+    re.compile(r"必ず"),
+)
+_JA_TARGET = re.compile(
+    r"(?P<path>[\w./*\-]+)\s*(?:以下|配下|の中|内|ディレクトリ|フォルダ)"
+    r"(?:の(?:ファイル)?)?(?:だけ|のみ)"
+)
+_JA_QUESTION = re.compile(r"(?:[?？]|か[。]?|かな[。]?|でしょう[。]?)$")
+_PATH_TOKEN = re.compile(r"^[`'\"「(]*(?P<p>[\w.*\-][\w./*\-]*)[`'\"」).,;:!]*$")
+_STOPWORDS = frozenset({"the", "this", "that", "these", "those", "a", "an", "my", "our"})
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split a message into sentences: per line (outside code fences), then at ``. ! ?``
+    followed by space and after ``。！？``.  Sentences are stripped, otherwise verbatim."""
+    out: list[str] = []
+    in_fence = False
+    for line in text.splitlines():
+        if line.strip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+    return out
+
+
+def _is_question(sentence: str) -> bool:
+    body = sentence.rstrip()
+    if body.endswith(("?", "？")):
+        return True
+    if _JA_QUESTION.search(body):
+        return True
+    return _EN_QUESTION_START.match(body) is not None
+
+
+def _glob_for(token: str) -> str | None:
+    found = _PATH_TOKEN.match(token)
+    if found is None:
+        return None
+    path = found.group("p").rstrip(".")
+    if not path or path.casefold() in _STOPWORDS:
+        return None
+    if "/" not in path and "*" not in path and "." not in path:
+        return None
+    if "*" in path:
+        return path
+    return path.rstrip("/") + "/**"
+
+
+def _target_globs(sentence: str) -> tuple[str, ...]:
+    found = _EN_TARGET.search(sentence)
+    if found is not None:
+        for token in found.group("rest").split():
+            if token.casefold() in _STOPWORDS:
+                continue
+            glob = _glob_for(token)
+            if glob is not None:
+                return (glob,)
+            if token.casefold() not in ("files", "file", "code", "folder", "directory"):
+                break
+        return ()
+    ja = _JA_TARGET.search(sentence)
+    if ja is not None:
+        glob = _glob_for(ja.group("path"))
+        return (glob,) if glob is not None else ()
+    return ()
+
+
+def _is_constraint(sentence: str) -> bool:
+    if _is_question(sentence) or _EN_EXCLUDE.match(sentence):
+        return False
+    if _EN_TARGET.search(sentence) or _JA_TARGET.search(sentence):
+        return True
+    return any(p.search(sentence) for p in _EN_PATTERNS) or any(
+        p.search(sentence) for p in _JA_PATTERNS
+    )
+
+
+def extract_user_constraints(
+    text: str,
+    *,
+    message_id: str,
+    source_kind: SourceKind = "user_message",
+    order: int = 0,
+) -> list[Rule]:
+    """User constraints stated in a message, one :class:`Rule` per constraint sentence.
+
+    Recognised (English): prohibitions (``never …``, ``do not …``, ``don't …``, ``… must
+    not …``, ``avoid …``), obligations (``always …``, ``you must …``), approval gates
+    (``ask before …``, ``wait for my approval``, ``check with me first``) and target
+    paths (``only change files under src/api/`` -> ``allowed_paths=("src/api/**",)``).
+    Japanese: ``〜しないで(ください)``, ``〜禁止``, ``〜してはいけない``, ``必ず〜``,
+    ``〜前に確認``, ``承認を待って``, ``src/api 以下だけ変更``.  Questions (ending in
+    ``?``/``？``/``か``, or starting with a question word) are never constraints.
+
+    Each rule keeps the sentence verbatim, is ``hard`` and ``pinned`` (seed 001 §10:
+    explicit user requirements are hard constraints of every handoff), has authority
+    ``user`` and ``source = source_message_id = message_id``.  With an untrusted
+    ``source_kind`` (``tool_output``, ``imported_text``) the rules are capped: authority
+    at most ``retrieval``, soft, not pinned — whatever the text claims.
+
+    Args:
+        text: the message text.
+        message_id: id of the message (``Rule.source`` and ``source_message_id``).
+        source_kind: where the text came from.
+        order: ``Rule.order`` of every rule (the message's sequence number).
+    """
+    rules: list[Rule] = []
+    for sentence in split_sentences(text):
+        if not _is_constraint(sentence):
+            continue
+        claimed = claimed_authority(sentence)
+        rules.append(
+            Rule(
+                id="",
+                text=sentence,
+                authority=claimed if claimed is not None else authority_for_source(source_kind),
+                strength="hard",
+                allowed_paths=_target_globs(sentence),
+                restricts="writes" if write_restricting(sentence) else "any",
+                source=message_id,
+                source_kind=source_kind,
+                source_message_id=message_id,
+                pinned=True,
+                order=order,
+            )
+        )
+    return rules
