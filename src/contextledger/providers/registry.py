@@ -1,0 +1,91 @@
+"""One entry point per operation for every provider wire format.
+
+``provider`` is one of :data:`PROVIDERS` (the values of
+:class:`~contextledger.records.enums.Provider`, which may be passed directly):
+
+* ``"openai-chat"`` — OpenAI Chat Completions (:mod:`.openai_chat`);
+* ``"anthropic"`` — Anthropic Messages (:mod:`.anthropic`), token counts by o200k proxy.
+
+The payloads are exactly the request-body fields the serializers own (``messages`` /
+``tools``, plus ``system`` for Anthropic); the caller adds ``model``, ``max_tokens`` and
+other parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from contextledger.errors import InputError
+from contextledger.providers.anthropic import serialize_anthropic
+from contextledger.providers.base import NeutralRequest
+from contextledger.providers.counting import count_anthropic_tokens, count_openai_chat_tokens
+from contextledger.providers.openai_chat import BlobResolver, serialize_openai_chat
+from contextledger.providers.validate import validate_anthropic, validate_openai_chat
+
+__all__ = [
+    "PROVIDERS",
+    "BlobResolver",
+    "count_payload_tokens",
+    "serialize",
+    "validate_payload",
+]
+
+PROVIDERS = ("openai-chat", "anthropic")
+"""Provider wire formats, in a fixed order."""
+
+_Serializer = Callable[..., dict[str, Any]]
+_SERIALIZERS: dict[str, _Serializer] = {
+    "openai-chat": serialize_openai_chat,
+    "anthropic": serialize_anthropic,
+}
+_COUNTERS: dict[str, Callable[[dict[str, Any]], int]] = {
+    "openai-chat": count_openai_chat_tokens,
+    "anthropic": count_anthropic_tokens,
+}
+_VALIDATORS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "openai-chat": validate_openai_chat,
+    "anthropic": validate_anthropic,
+}
+
+
+def _check(provider: str) -> str:
+    key = str(provider)
+    if key not in PROVIDERS:
+        raise InputError(f"unknown provider {key!r}; expected one of {list(PROVIDERS)}")
+    return key
+
+
+def serialize(
+    provider: str, request: NeutralRequest, *, resolve_blob: BlobResolver | None = None
+) -> dict[str, Any]:
+    """The request-body fields for ``request`` in ``provider``'s wire format.
+
+    ``resolve_blob`` returns image bytes for a blob key (``None`` when unavailable); without
+    it images are sent by URL or as placeholder text.  Same request ⇒ the same payload,
+    byte for byte under ``json.dumps`` (insertion order is fixed).
+
+    Raises:
+        InputError: unknown provider.
+        ProviderSerializationError: content the format cannot express (see the serializer
+            modules for the exact rules).
+    """
+    return _SERIALIZERS[_check(provider)](request, resolve_blob=resolve_blob)
+
+
+def count_payload_tokens(provider: str, payload: dict[str, Any]) -> int:
+    """Input tokens of a serialized payload (formula in :mod:`.counting`).
+
+    Raises:
+        InputError: unknown provider.
+    """
+    return _COUNTERS[_check(provider)](payload)
+
+
+def validate_payload(provider: str, payload: dict[str, Any]) -> list[str]:
+    """Every rule the payload breaks, as ``"<path>: <reason>"``; ``[]`` when valid.
+
+    Raises:
+        InputError: unknown provider.
+    """
+    return _VALIDATORS[_check(provider)](payload)
