@@ -1,0 +1,84 @@
+"""Transcript importers: parse real agent transcript files into an ImportedTranscript.
+
+Importers only parse; :mod:`contextledger.ingest.loader` writes the result to the store in
+one transaction.  Supported formats:
+
+* ``"openai-chat"``: OpenAI Chat Completions messages (JSON array, JSON Lines, or an object
+  holding the list under ``messages`` / ``traj`` / ``history`` / ``conversation``);
+* ``"claude-code"``: Claude Code session JSON Lines, with ``<session>/subagents/`` folded in;
+* ``"swe-agent"``: SWE-agent ``.traj`` and mini-swe-agent ``.traj.json`` trajectories.
+
+Codex CLI rollouts and Aider chat histories are recognised and rejected with an
+:class:`~contextledger.errors.ImportFormatError` whose reason ends in
+``"is not supported yet"``.  Every fault in an input file raises ``ImportFormatError`` with
+the file, a precise location and a one-sentence reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contextledger.errors import ImportFormatError
+from contextledger.ingest.importers.claude_code import parse_claude_code
+from contextledger.ingest.importers.common import parse_json_document, read_source
+from contextledger.ingest.importers.detect import (
+    SUPPORTED_FORMATS,
+    UNSUPPORTED_FORMATS,
+    detect_source,
+)
+from contextledger.ingest.importers.openai_chat import parse_openai_chat
+from contextledger.ingest.importers.swe_agent import parse_swe_agent
+from contextledger.ingest.transcript import ImportedTranscript
+
+__all__ = ["SUPPORTED_FORMATS", "UNSUPPORTED_FORMATS", "detect_format", "parse_file"]
+
+
+def detect_format(path: Path) -> str:
+    """Return the format of the transcript at ``path`` (one of :data:`SUPPORTED_FORMATS`).
+
+    Raises:
+        ImportFormatError: the file is empty, binary, not JSON, of an unknown shape (the
+            reason names what was seen and what was expected), or a recognised but
+            unsupported format (``codex-rollout``, ``aider-history``: reason ends in
+            ``"is not supported yet"``).
+    """
+    return detect_source(read_source(Path(path))).format
+
+
+def parse_file(path: Path, format: str = "auto") -> ImportedTranscript:
+    """Parse the transcript at ``path`` into an :class:`ImportedTranscript`.
+
+    Args:
+        path: the transcript file.  For a Claude Code session ``<dir>/<id>.jsonl``, the
+            files ``<dir>/<id>/subagents/agent-*.jsonl`` are folded in as child subagent
+            participants.
+        format: ``"auto"`` (detect from content) or one of :data:`SUPPORTED_FORMATS`.
+
+    Raises:
+        ImportFormatError: any fault in the file (see :func:`detect_format`), an unknown
+            ``format`` argument (reason names the supported formats), or content that does
+            not match the given format.
+    """
+    file_path = Path(path)
+    source = read_source(file_path)
+    if format == "auto":
+        detected = detect_source(source)
+        chosen, document = detected.format, detected.document
+    elif format in SUPPORTED_FORMATS:
+        chosen = format
+        document = None
+        is_jsonl = format == "claude-code"
+        if format == "openai-chat":
+            detected = detect_source(source)
+            is_jsonl = detected.document is None
+            document = detected.document
+        if not is_jsonl and document is None:
+            document = parse_json_document(source)
+    else:
+        supported = ", ".join(SUPPORTED_FORMATS)
+        raise ImportFormatError(str(file_path), None, f"unknown format {format!r}: expected 'auto' or one of {supported}")
+    if chosen == "claude-code":
+        return parse_claude_code(source)
+    if chosen == "swe-agent":
+        return parse_swe_agent(source, document)
+    return parse_openai_chat(source, document)

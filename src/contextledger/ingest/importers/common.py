@@ -1,0 +1,274 @@
+"""Reading, JSON decoding and small content helpers shared by the transcript importers.
+
+Every fault in an input file is reported as
+:class:`~contextledger.errors.ImportFormatError` ``(path, location, reason)``; nothing here
+lets a ``JSONDecodeError``, ``UnicodeDecodeError`` or ``binascii.Error`` escape.  Files are
+read once into memory (bytes for the content hash, one decoded ``str`` for parsing) and
+JSON Lines are split with ``str.find`` so a 50 MB line costs one linear pass.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import mimetypes
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import unquote_to_bytes
+
+from contextledger.errors import ImportFormatError
+from contextledger.records.parts import ImagePart
+
+__all__ = [
+    "TITLE_MAX_CHARS",
+    "Source",
+    "content_key_of",
+    "describe_json",
+    "fail",
+    "image_from_base64",
+    "image_from_url",
+    "iter_jsonl",
+    "make_title",
+    "parse_json_document",
+    "parse_timestamp",
+    "read_source",
+]
+
+TITLE_MAX_CHARS = 80
+"""Longest transcript title, in characters."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file, read once.
+
+    Attributes:
+        path: the file.
+        data: its raw bytes (hashed for ``content_key``).
+        text: the bytes decoded as UTF-8 (a leading byte-order mark removed).
+    """
+
+    path: Path
+    data: bytes
+    text: str
+
+    @property
+    def name(self) -> str:
+        """The path as given, used in error messages."""
+        return str(self.path)
+
+
+def fail(path: Path | str, location: str | None, reason: str) -> NoReturn:
+    """Raise :class:`ImportFormatError` for ``path`` (shorthand used by every importer)."""
+    raise ImportFormatError(str(path), location, reason)
+
+
+def read_source(path: Path) -> Source:
+    """Read and decode ``path``.
+
+    Raises:
+        ImportFormatError: the file cannot be read (location ``None``), is empty or holds
+            only whitespace (``"file is empty"``), contains a NUL byte (location
+            ``"byte N"``, reason ``"binary file: NUL byte"``) or is not UTF-8 (location
+            ``"byte N"`` of the first bad byte).
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        fail(path, None, f"cannot read file: {exc.strerror or exc}")
+    return decode_source(path, data)
+
+
+def decode_source(path: Path, data: bytes) -> Source:
+    """Validate and decode already-read bytes (see :func:`read_source` for the errors)."""
+    if not data.strip():
+        fail(path, None, "file is empty")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        fail(path, f"byte {nul}", "binary file: NUL byte")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        fail(path, f"byte {exc.start}", f"binary file: not valid UTF-8 ({exc.reason})")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return Source(path=path, data=data, text=text)
+
+
+def content_key_of(chunks: Iterable[bytes]) -> str:
+    """``sha256:<hex>`` of the concatenation of ``chunks``."""
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def describe_json(value: Any) -> str:
+    """Name the JSON type of ``value`` for error messages (``"an array"``, ``"a string"``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def parse_json_document(source: Source) -> Any:
+    """Parse the whole file as one JSON value.
+
+    Raises:
+        ImportFormatError: location ``"line L, column C"``, reason ``"invalid JSON: <msg>"``.
+    """
+    try:
+        return json.loads(source.text)
+    except json.JSONDecodeError as exc:
+        fail(source.path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}")
+    except RecursionError:
+        fail(source.path, None, "invalid JSON: nesting too deep")
+
+
+def _looks_incomplete(line: str, exc: json.JSONDecodeError) -> bool:
+    """True when ``line`` failed only because it stops early (a partially written record)."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= len(line.rstrip())
+
+
+def iter_jsonl(
+    source: Source,
+    notes: list[str],
+    skipped_raw_lines: list[str],
+    *,
+    label: str = "",
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for every non-blank line of a JSON Lines file.
+
+    Line numbers are 1-based.  A last line that is incomplete JSON (a write cut short) is
+    skipped: a note naming the line and its size in bytes is appended to ``notes`` and the
+    raw line to ``skipped_raw_lines``.
+
+    Args:
+        label: prefix for locations and notes (``"subagents/agent-x.jsonl "``) when the
+            file is not the main one.
+
+    Raises:
+        ImportFormatError: any other line that is not valid JSON (location ``"line N"``).
+    """
+    text = source.text
+    size = len(text)
+    start = 0
+    line_no = 0
+    while start < size:
+        end = text.find("\n", start)
+        if end < 0:
+            end = size
+        line_no += 1
+        line = text[start:end]
+        next_start = end + 1
+        if line.strip():
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                is_last = not text[next_start:].strip()
+                if is_last and _looks_incomplete(line, exc):
+                    nbytes = len(line.encode("utf-8"))
+                    notes.append(
+                        f"{label}line {line_no}: skipped a truncated last line "
+                        f"({nbytes} bytes of incomplete JSON)"
+                    )
+                    skipped_raw_lines.append(line)
+                    return
+                fail(
+                    source.path,
+                    f"{label}line {line_no}",
+                    f"invalid JSON: {exc.msg} (column {exc.colno})",
+                )
+            except RecursionError:
+                fail(source.path, f"{label}line {line_no}", "invalid JSON: nesting too deep")
+            yield line_no, value
+        start = next_start
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """Parse an ISO-8601 string (``Z`` allowed) or Unix seconds/milliseconds; else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = value / 1000.0 if value > 1e11 else float(value)
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str) and value:
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+_WS = re.compile(r"\s+")
+
+
+def make_title(text: str) -> str:
+    """Collapse whitespace and cut to at most :data:`TITLE_MAX_CHARS` characters."""
+    flat = _WS.sub(" ", text).strip()
+    if len(flat) <= TITLE_MAX_CHARS:
+        return flat
+    return flat[: TITLE_MAX_CHARS - 1].rstrip() + "…"
+
+
+_B64_WS = re.compile(r"\s+")
+
+
+def _decode_b64(data: str, path: Path | str, location: str) -> bytes:
+    try:
+        return base64.b64decode(_B64_WS.sub("", data), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        fail(path, location, f"invalid base64 image data: {exc}")
+
+
+def image_from_base64(
+    data: str, media_type: str, path: Path | str, location: str
+) -> tuple[ImagePart, bytes]:
+    """Decode base64 image ``data`` into an :class:`ImagePart` and its bytes.
+
+    ``blob_key`` is ``sha256:<hex>`` of the decoded bytes; ``size_bytes`` their length.
+
+    Raises:
+        ImportFormatError: the base64 text is invalid (reason ``"invalid base64 image data"``).
+    """
+    raw = _decode_b64(data, path, location)
+    key = content_key_of([raw])
+    return ImagePart(media_type=media_type or "application/octet-stream", blob_key=key, size_bytes=len(raw)), raw
+
+
+def image_from_url(url: str, path: Path | str, location: str) -> tuple[ImagePart, bytes | None]:
+    """Turn an image URL into an :class:`ImagePart`.
+
+    A ``data:`` URL is decoded (bytes returned for the attachment map); any other URL is
+    kept as ``ImagePart.url`` with a media type guessed from its extension.
+    """
+    if url.startswith("data:"):
+        header, _, payload = url[5:].partition(",")
+        fields = header.split(";")
+        media_type = fields[0] or "application/octet-stream"
+        if "base64" in fields[1:]:
+            return image_from_base64(payload, media_type, path, location)
+        raw = unquote_to_bytes(payload)
+        key = content_key_of([raw])
+        return ImagePart(media_type=media_type, blob_key=key, size_bytes=len(raw)), raw
+    guessed, _ = mimetypes.guess_type(url.split("?", 1)[0])
+    return ImagePart(media_type=guessed or "application/octet-stream", url=url), None
