@@ -1364,6 +1364,7 @@ def test_real_claude_code_session_parallel_results_in_call_order() -> None:
         "marot-spotter/subagent.jsonl",
         "claude-reliability-snapshots/python-to-rust-port.jsonl",
         "claude-code-viewer-dkimuson/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+        "codemie-code/claude-code/session-196820da.jsonl",
     ],
 )
 def test_real_claude_code_sessions_serialize_validly(name: str) -> None:
@@ -1377,3 +1378,21 @@ def test_real_claude_code_sessions_serialize_validly(name: str) -> None:
         sum(1 for m in anthropic["messages"] for b in m["content"] if b["type"] == "tool_result")
         == calls
     )
+
+
+def test_real_session_in_record_order_is_refused_not_repaired() -> None:
+    # One API message (msg_01DQwRqLB6FihKznct2Ycx8y) holds three Write calls whose records
+    # interleave with their results in the file (call A, call B, result A, call C, result B,
+    # result C).  Read in record order, call B's result lands after another assistant
+    # message; the serializer refuses instead of guessing (grouping by message id is the
+    # importer's job).
+    request = _claude_code_request(
+        REAL / "marot-spotter" / "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
+    )
+    for provider in PROVIDERS:
+        with pytest.raises(ProviderSerializationError) as err:
+            serialize(provider, request)
+        assert str(err.value) == (
+            "messages[215].parts[2]: tool call 'toolu_01AAQc1PRRFCtC2gzJhHPRn4' has no result "
+            "(a pending call must be rendered as recovery state, never sent bare)"
+        )

@@ -34,7 +34,8 @@ Anthropic Messages has no offline tokenizer; o200k is used as a *labelled proxy*
     image block       ANTHROPIC_IMAGE_TOKENS (1024×1024 / 750 = 1398, Anthropic's documented rule)
 
 346 is Anthropic's documented size of the tool-use system prompt it adds when tools are
-present (``tool_choice`` auto).  Block types not listed count their compact JSON.
+present (``tool_choice`` auto, current Claude models; older models list other sizes).
+Constants are tokens; the formulas estimate, they do not reproduce a provider's billing.  Block types not listed count their compact JSON.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ Message rules (OpenAI Chat Completions API reference):
 
 * the system blocks become one leading ``{"role": "system", "content": text}`` message, the
   non-blank blocks joined with a blank line; no system message when there is no such block;
-* ``user``: ``{"role", "name"?, "content"}``; ``content`` is a string when every part renders
-  as text, otherwise a list of ``{"type": "text"}`` / ``{"type": "image_url"}`` parts;
+* ``user``: ``{"role", "name"?, "content"}``; ``content`` is the texts joined with ``"\n"``
+  when every part renders as text, otherwise a list of ``{"type": "text"}`` /
+  ``{"type": "image_url"}`` parts in part order (empty text parts are left out of the list);
 * ``assistant``: ``{"role", "name"?, "content", "tool_calls"?}``; text parts joined with
   ``"\\n"``; ``content`` is ``None`` when the message only calls tools;
 * each result: ``{"role": "tool", "tool_call_id", "content": text}`` directly after its
