@@ -1,0 +1,136 @@
+"""Choosing the extractor for a tool result, and the invariants every extract keeps.
+
+:meth:`ExtractorRegistry.extract` tries extractors by priority (higher first), then by
+registration order; the generic fallback is always tried last.  Whatever extractor wins,
+the result is normalised:
+
+* the summary has at most three lines, each at most :data:`SUMMARY_LINE_CHARS`
+  characters, and at most ``max_summary_tokens`` o200k tokens in total;
+* a failed call (``is_error``) keeps its error type and key error line in the summary
+  (seed 000 §4.1, seed 001 §4.4: retry-critical error state must not vanish);
+* an extractor that raises falls back to the generic extract (the failure is recorded in
+  ``payload["extractor_error"]``), so one odd output never loses the memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from contextledger.memory.extractors.base import Extraction, Extractor, ToolInput
+from contextledger.memory.extractors.command import CommandExtractor
+from contextledger.memory.extractors.file_read import FileReadExtractor
+from contextledger.memory.extractors.file_write import FileWriteExtractor
+from contextledger.memory.extractors.generated_file import GeneratedFileExtractor
+from contextledger.memory.extractors.generic import GenericExtractor
+from contextledger.memory.extractors.http_json import HttpJsonExtractor
+from contextledger.memory.extractors.search import SearchExtractor
+from contextledger.memory.extractors.subagent_report import SubagentReportExtractor
+from contextledger.memory.extractors.test_run import TestRunExtractor
+from contextledger.memory.extractors.textutil import cap
+from contextledger.tokens import get_tokenizer
+
+__all__ = [
+    "DEFAULT_MAX_SUMMARY_TOKENS",
+    "SUMMARY_LINE_CHARS",
+    "ExtractorRegistry",
+    "default_registry",
+]
+
+SUMMARY_LINE_CHARS = 240
+DEFAULT_MAX_SUMMARY_TOKENS = 160
+
+
+class ExtractorRegistry:
+    """An ordered set of extractors with a generic fallback.
+
+    Args:
+        max_summary_tokens: cap on the summary's o200k token count.
+    """
+
+    def __init__(self, *, max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS) -> None:
+        self._entries: list[tuple[int, int, Extractor]] = []
+        self._fallback: Extractor = GenericExtractor()
+        self.max_summary_tokens = max_summary_tokens
+
+    def register(self, extractor: Extractor, *, priority: int = 0) -> None:
+        """Add ``extractor``; higher ``priority`` is tried first, ties in registration order."""
+        self._entries.append((priority, len(self._entries), extractor))
+        self._entries.sort(key=lambda e: (-e[0], e[1]))
+
+    @property
+    def extractors(self) -> tuple[Extractor, ...]:
+        """Registered extractors in the order they are tried (fallback excluded)."""
+        return tuple(e[2] for e in self._entries)
+
+    def select(self, item: ToolInput) -> Extractor:
+        """The extractor that will handle ``item``."""
+        for _, _, extractor in self._entries:
+            if extractor.matches(item):
+                return extractor
+        return self._fallback
+
+    def extract(self, item: ToolInput) -> Extraction:
+        """The normalised extract of ``item`` (see the module docstring)."""
+        extractor = self.select(item)
+        try:
+            extraction = extractor.extract(item)
+        except Exception as exc:  # an extractor bug must not lose the evidence
+            if extractor is self._fallback:
+                raise
+            extraction = self._fallback.extract(item)
+            payload = dict(extraction.payload)
+            payload["extractor_error"] = f"{extractor.name}: {type(exc).__name__}"
+            extraction = dataclasses.replace(extraction, payload=payload)
+        return self._normalise(item, extraction)
+
+    def _normalise(self, item: ToolInput, extraction: Extraction) -> Extraction:
+        lines = [
+            cap(line.rstrip(), SUMMARY_LINE_CHARS)
+            for line in extraction.summary.split("\n")
+            if line.strip()
+        ]
+        if not lines:
+            lines = ["(empty result)"]
+        if item.is_error:
+            key = extraction.payload.get("error_line") or extraction.payload.get("error")
+            if isinstance(key, str) and key and not any(key[:60] in line for line in lines):
+                lines = [*lines[:2], cap(key, SUMMARY_LINE_CHARS)]
+            error_type = extraction.error_type
+            if error_type and not any(error_type in line for line in lines):
+                lines[0] = cap(f"{lines[0]} ({error_type})", SUMMARY_LINE_CHARS)
+        lines = lines[:3]
+        summary = "\n".join(lines)
+        tokenizer = get_tokenizer()
+        if tokenizer.count(summary) > self.max_summary_tokens:
+            summary = tokenizer.truncate(summary, self.max_summary_tokens - 1).rstrip() + "…"
+        if summary == extraction.summary:
+            return extraction
+        return dataclasses.replace(extraction, summary=summary)
+
+
+def default_registry(
+    *,
+    schema_hints: Mapping[str, Sequence[str]] | None = None,
+    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS,
+) -> ExtractorRegistry:
+    """The built-in extractors, most specific first.
+
+    Order: subagent report (50), test run (40), generated file (35), file write (30),
+    file read (30), search (25), command (10), HTTP/JSON (5), then the generic fallback.
+
+    Args:
+        schema_hints: tool name → fields the JSON extractor keeps verbatim
+            (e.g. ``{"get_reservation_details": ["reservation_id", "cabin"]}``).
+        max_summary_tokens: cap on every summary (o200k tokens).
+    """
+    registry = ExtractorRegistry(max_summary_tokens=max_summary_tokens)
+    registry.register(SubagentReportExtractor(), priority=50)
+    registry.register(TestRunExtractor(), priority=40)
+    registry.register(GeneratedFileExtractor(), priority=35)
+    registry.register(FileWriteExtractor(), priority=30)
+    registry.register(FileReadExtractor(), priority=30)
+    registry.register(SearchExtractor(), priority=25)
+    registry.register(CommandExtractor(), priority=10)
+    registry.register(HttpJsonExtractor(schema_hints), priority=5)
+    return registry
