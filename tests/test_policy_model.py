@@ -135,7 +135,7 @@ def test_default_policy_is_cached_frozen_and_hashable() -> None:
     with pytest.raises(ValidationError):
         policy.budget.default_budget_tokens = 1  # type: ignore[misc]
     with pytest.raises(TypeError, match="immutable"):
-        policy.privacy.routing["openai-chat"] = ()  # type: ignore[index]
+        policy.privacy.routing["openai-chat"] = ()
     with pytest.raises(TypeError, match="immutable"):
         policy.tool_output.tools.pop("Read")
     same = policy_from_mapping({})

@@ -18,8 +18,8 @@ Enforcement heuristic (documented, deliberately conservative — a violation mea
 * a rule whose text speaks of modifying things (``restricts == "writes"``) is checked
   only against modifying calls: edit/write tools, shell commands that write (redirects,
   ``rm``, ``mv``, ``sed -i`` …), and unknown tools; read-only tools never violate it;
-* a path-scoped rule is violated when a touched path matches its scope (and, if the
-  rule back-quotes commands, one of them occurs in the arguments);
+* a path-scoped rule is violated when a touched path matches its scope (back-quoted
+  spans are ignored there: they often name the remedy, "run `make gen` instead");
 * a rule with ``allowed_paths`` is violated by a modifying call touching a path outside;
 * a tool-scoped rule without paths is violated by any call of the tool, or — when the
   rule back-quotes something (``NEVER run `git push --force` ``) — by a call whose
@@ -293,14 +293,14 @@ def _check_rule(
             allowed = ", ".join(rule.allowed_paths)
             return violation(f"{outside[0]} is outside the allowed paths ({allowed})", outside[0])
         return None
-    spans = rule.code_spans
-    span = next((s for s in spans if s in text), None)
     if rule.scope_paths:
         for path in paths:
             pattern = next((s for s in rule.scope_paths if path_matches(s, path)), None)
-            if pattern is not None and (not spans or span is not None):
+            if pattern is not None:
                 return violation(f"{path} is in the scope {pattern} of a hard rule", path)
         return None
+    spans = rule.code_spans
+    span = next((s for s in spans if s in text), None)
     if span is not None:
         return violation(f"the call contains `{span}`, forbidden by a hard rule", span)
     if rule.scope_tools and not spans:
@@ -366,7 +366,7 @@ _JA_PATTERNS = (
     re.compile(r"必ず"),
 )
 _JA_TARGET = re.compile(
-    r"(?P<path>[\w./*\-]+)\s*(?:以下|配下|の中|内|ディレクトリ|フォルダ)"
+    r"(?P<path>[\w./*\-]+)[」』`'\"]?\s*(?:以下|配下|の中|内|ディレクトリ|フォルダ)"
     r"(?:の(?:ファイル)?)?(?:だけ|のみ)"
 )
 _JA_QUESTION = re.compile(r"(?:[?？]|か[。]?|かな[。]?|でしょう[。]?)$")

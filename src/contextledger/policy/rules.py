@@ -100,12 +100,12 @@ class Rule(BaseModel):
     """One rule or claim with its authority and scope (seed 001 §4.2, §6 problem 4).
 
     Attributes:
-        id: ``rule_id(source, text)``; filled in when not given.
+        id: ``rule_id(source, text)``; filled in when not given (or empty).
         text: the statement, verbatim.
         authority: its level in the authority chain; never above the ceiling of
             ``source_kind`` (capped on construction, see
-            :func:`~contextledger.policy.authority.cap_authority`).  Defaults to that
-            ceiling.
+            :func:`~contextledger.policy.authority.cap_authority`).  When not given it
+            is that ceiling (the declared default is only a placeholder, always replaced).
         strength: ``"hard"`` (runtime-enforced), ``"soft"`` (injected) or
             ``"situational"`` (injected only in scope).  Rules from untrusted sources
             (tool output, imported text) are never hard and never pinned.
@@ -124,9 +124,9 @@ class Rule(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str
+    id: str = ""
     text: str
-    authority: AuthorityLevel
+    authority: AuthorityLevel = AuthorityLevel.OLD_CONVERSATION  # replaced on validation
     strength: RuleStrength
     scope_paths: tuple[str, ...] = ()
     scope_tools: tuple[str, ...] = ()
@@ -158,7 +158,7 @@ class Rule(BaseModel):
             "summary",
         ):
             return data  # field validation reports it
-        claimed = data.get("authority")
+        claimed = data.get("authority")  # absent -> the ceiling of the source kind
         claimed_level = authority_for_source(kind) if claimed is None else AuthorityLevel(claimed)
         data["authority"] = cap_authority(claimed_level, kind)
         if kind in UNTRUSTED_SOURCES:
