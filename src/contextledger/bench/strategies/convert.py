@@ -416,7 +416,8 @@ def to_openai_items(request: NeutralRequest, *, include_system: bool = False) ->
                 {"type": "message", "role": "user", "content": [{"type": "input_text", "text": encode_parts(other)}]}
             )
             continue
-        if other or not calls:
+        follows_text_only = bool(items) and items[-1].get("role") == "assistant"
+        if other or not calls or follows_text_only:
             items.append(
                 {
                     "type": "message",
@@ -444,9 +445,7 @@ def from_openai_items(items: Sequence[Any]) -> tuple[tuple[str, ...], tuple[Wire
 
     ``function_call`` items join the assistant message directly before them (the
     ``message`` item, or earlier calls of the same run), else start a new assistant
-    message; so an assistant message holding only calls that directly follows an assistant
-    text-only message comes back merged into it.  System and developer message items
-    become system blocks.
+    message.  System and developer message items become system blocks.
 
     Raises:
         InputError: an item type other than message / function_call / function_call_output.
