@@ -7,4 +7,4 @@ from contextledger.records.models import __all__ as _models_all
 from contextledger.records.parts import *  # noqa: F403
 from contextledger.records.parts import __all__ as _parts_all
 
-__all__ = [*_enums_all, *_models_all, *_parts_all]  # noqa: PLE0604
+__all__ = [*_enums_all, *_models_all, *_parts_all]

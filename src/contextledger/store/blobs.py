@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from contextledger.errors import IntegrityError, InputError
+from contextledger.errors import InputError, IntegrityError
 
 __all__ = ["BlobStore", "LocalBlobStore", "sha256_key"]
 

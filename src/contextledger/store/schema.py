@@ -163,6 +163,7 @@ tool_memories = sa.Table(
     _conv(),
     sa.Column("branch_id", sa.String(64), nullable=False),
     sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("artifact_id", sa.String(64)),
     sa.Column("subject_key", sa.String(600)),
     sa.Column("resolution_state", sa.String(24), nullable=False),
     sa.Column("visibility", sa.String(24), nullable=False),
@@ -171,6 +172,7 @@ tool_memories = sa.Table(
     _body(),
     sa.Index("ix_tool_memories_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
     sa.Index("ix_tool_memories_subject", "tenant_id", "conversation_id", "subject_key"),
+    sa.Index("ix_tool_memories_artifact", "tenant_id", "artifact_id"),
 )
 
 skill_states = sa.Table(

@@ -303,6 +303,7 @@ class Writer:
         return {
             "branch_id": m.branch_id,
             "seq": m.seq,
+            "artifact_id": m.source_artifact_ids[0] if m.source_artifact_ids else None,
             "subject_key": m.subject_key,
             "resolution_state": m.resolution_state.value,
             "visibility": m.visibility_scope.value,
@@ -815,6 +816,7 @@ class SqlStore:
         last: int | None = None,
         ids: Iterable[str] | None = None,
         subject_keys: Iterable[str] | None = None,
+        artifact_ids: Iterable[str] | None = None,
         conn: Connection | None = None,
     ) -> list[ToolMemory]:
         """Tool memories in ``seq`` order (``last``: only the newest N)."""
@@ -827,6 +829,8 @@ class SqlStore:
             stmt = stmt.where(t.c.id.in_(list(ids)))
         if subject_keys is not None:
             stmt = stmt.where(t.c.subject_key.in_(list(subject_keys)))
+        if artifact_ids is not None:
+            stmt = stmt.where(t.c.artifact_id.in_(list(artifact_ids)))
         if last is not None:
             stmt = stmt.order_by(t.c.seq.desc(), t.c.id.desc()).limit(last)
             return sorted(self._rows(stmt, ToolMemory, conn), key=lambda m: (m.seq, m.id))

@@ -18,7 +18,6 @@ depends_on = None
 
 
 def upgrade() -> None:
-
     op.create_table(
         "assemblies",
         sa.Column("id", sa.String(length=64), nullable=False),
@@ -319,6 +318,7 @@ def upgrade() -> None:
         sa.Column("conversation_id", sa.String(length=64), nullable=False),
         sa.Column("branch_id", sa.String(length=64), nullable=False),
         sa.Column("seq", sa.BigInteger(), nullable=False),
+        sa.Column("artifact_id", sa.String(length=64), nullable=True),
         sa.Column("subject_key", sa.String(length=600), nullable=True),
         sa.Column("resolution_state", sa.String(length=24), nullable=False),
         sa.Column("visibility", sa.String(length=24), nullable=False),
@@ -333,6 +333,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("tool_memories", schema=None) as batch_op:
         batch_op.create_index(
+            "ix_tool_memories_artifact", ["tenant_id", "artifact_id"], unique=False
+        )
+        batch_op.create_index(
             "ix_tool_memories_lineage",
             ["tenant_id", "conversation_id", "branch_id", "seq"],
             unique=False,
@@ -345,10 +348,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-
     with op.batch_alter_table("tool_memories", schema=None) as batch_op:
         batch_op.drop_index("ix_tool_memories_subject")
         batch_op.drop_index("ix_tool_memories_lineage")
+        batch_op.drop_index("ix_tool_memories_artifact")
 
     op.drop_table("tool_memories")
     with op.batch_alter_table("tool_calls", schema=None) as batch_op:

@@ -1,0 +1,713 @@
+"""The assembler: one model request's context as a policy evaluation (seed 000 §3, §4.4–4.11).
+
+Pipeline (DESIGN.md "The assembly pipeline"):
+
+1. resolve the policy and the generation boundary (conversation, branch, participant,
+   provider, budget, ``now``);
+2. collect a bounded candidate set from the active lineage (:mod:`.candidates`);
+3. evaluate each candidate through the policy families (:mod:`.evaluate`): retention,
+   ownership & visibility, privacy & provider routing, freshness, conflict &
+   supersession, promotion, recovery protection;
+4. choose a shape per unit (raw / memory extract / stale marker / reference), allocate the
+   budget by bucket and apply the drop order of seed 001 §9;
+5. stage-2 rehydration of raw payloads for selected records only;
+6. serialize with the provider's invariants and count tokens exactly;
+7. persist the ContextAssembly with its omission summary (and the trace when asked).
+
+Same graph + same policy version + same ``now`` ⇒ the same selection: every list is
+sorted by ``seq`` / call index / id, never by dict order or wall clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from contextledger.assembly.candidates import CandidateSet, collect_candidates
+from contextledger.assembly.evaluate import Evaluator, MemoryView
+from contextledger.assembly.render import (
+    artifact_ref,
+    assistant_turn,
+    call_narration,
+    memory_line,
+    observation_text,
+    pending_call_text,
+    render_content_parts,
+    result_message,
+    retrieval_block,
+    runtime_state_text,
+    system_blocks,
+)
+from contextledger.assembly.units import Unit, build_units
+from contextledger.errors import InputError, NotFoundError
+from contextledger.ids import new_id
+from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
+from contextledger.records.enums import (
+    OmissionReason,
+    Role,
+    RuntimeKind,
+    Shape,
+    ToolCallStatus,
+)
+from contextledger.records.models import ContextAssembly, Participant, ToolArtifact, ToolCall
+from contextledger.records.parts import TextPart, ThinkingPart
+from contextledger.store.base import Scope
+from contextledger.tokens import get_tokenizer
+
+if TYPE_CHECKING:
+    from contextledger.ledger import Ledger
+    from contextledger.policy.model import Policy
+
+__all__ = ["ASSEMBLER_VERSION", "Assembler", "AssemblyResult"]
+
+ASSEMBLER_VERSION = "contextledger-assembler/0.1.0"
+"""Recorded on every assembly; bumped whenever selection logic changes."""
+
+
+@dataclass(kw_only=True)
+class AssemblyResult:
+    """The outcome of one assembly.
+
+    Attributes:
+        record: the persisted :class:`ContextAssembly`.
+        payload: the provider request-body fields (``{"messages", "tools"}`` for OpenAI
+            Chat Completions, ``{"system", "messages", "tools"}`` for Anthropic).
+        request: the provider-neutral request before serialization.
+        trace: per-record decisions (always computed; persisted only with ``trace``).
+    """
+
+    record: ContextAssembly
+    payload: dict[str, Any]
+    request: NeutralRequest
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form used by ``contextledger assemble --json``."""
+        r = self.record
+        return {
+            "assembly_id": r.id,
+            "conversation_id": r.conversation_id,
+            "branch_id": r.branch_id,
+            "participant_id": r.participant_id,
+            "provider": r.provider,
+            "policy_version": r.policy_version,
+            "assembler_version": r.assembler_version,
+            "budget_tokens": r.budget_tokens,
+            "now": r.now.isoformat(),
+            "replay_tokens": r.replay_tokens,
+            "assembled_tokens": r.assembled_tokens,
+            "reduction": round(1 - r.assembled_tokens / r.replay_tokens, 4) if r.replay_tokens else 0.0,
+            "legacy_message_count": r.legacy_message_count,
+            "assembled_message_count": r.assembled_message_count,
+            "raw_artifact_count": r.raw_artifact_count,
+            "selected_memory_count": r.selected_memory_count,
+            "rehydrated_count": r.rehydrated_count,
+            "selected": list(r.selected_refs),
+            "omitted": dict(r.omitted),
+            "branch_excluded": r.branch_excluded,
+            "buckets": r.buckets,
+            "stable_prefix_hash": r.stable_prefix_hash,
+            "prefix_change": r.prefix_change,
+            "timings_ms": r.timings_ms,
+            "payload": self.payload,
+            **({"trace": r.trace} if r.trace is not None else {}),
+        }
+
+
+@dataclass(kw_only=True)
+class _Piece:
+    """A rendered unit with its selection-time cost."""
+
+    unit: Unit | None
+    messages: list[WireMessage]
+    cost: int
+    bucket: str
+    shape: Shape
+    mandatory: bool = False
+    order: tuple[int, int] = (0, 0)
+    memory_ids: tuple[str, ...] = ()
+    raw_artifacts: tuple[str, ...] = ()
+    confidence: float = 1.0
+    stale: bool = False
+
+
+class Assembler:
+    """Assembles requests for one ledger under one policy (see module docstring)."""
+
+    def __init__(self, ledger: Ledger, policy: Policy) -> None:
+        self.ledger = ledger
+        self.store = ledger.store
+        self.policy = policy
+        self.tok = get_tokenizer()
+
+    # ------------------------------------------------------------------------------------
+    def assemble(
+        self,
+        scope: Scope,
+        conversation_id: str,
+        *,
+        branch_id: str | None = None,
+        participant_id: str | None = None,
+        provider: str = "openai-chat",
+        budget_tokens: int | None = None,
+        now: datetime | None = None,
+        trace: bool = False,
+        runtime_kind: RuntimeKind | None = None,
+        persist: bool = True,
+        replay: str = "exact",
+    ) -> AssemblyResult:
+        """Assemble, serialize, count and (by default) persist one request.
+
+        Raises:
+            NotFoundError: unknown conversation/branch/participant.
+            InputError: unknown provider, non-positive budget or naive ``now``.
+        """
+        from contextledger.providers.registry import PROVIDERS, count_payload_tokens, serialize
+
+        if provider not in PROVIDERS:
+            raise InputError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
+        budget = budget_tokens if budget_tokens is not None else self.policy.budget.default_budget_tokens
+        if budget <= 0:
+            raise InputError(f"budget must be a positive number of tokens, got {budget}")
+        if now is None:
+            now = datetime.now(UTC)
+        elif now.tzinfo is None:
+            raise InputError("now must be timezone-aware (e.g. 2026-01-01T00:00:00Z)")
+        t0 = time.perf_counter()
+        cands = collect_candidates(
+            self.store, scope, conversation_id, branch_id,
+            recent_window=self.policy.candidates.recent_window, max_candidates=self.policy.candidates.max_candidates,
+        )
+        viewer = self._viewer(cands, participant_id)
+        t1 = time.perf_counter()
+
+        ev = Evaluator(self.policy, provider=provider, now=now, viewer=viewer, participants=cands.participants)
+        units = build_units(cands.messages, cands.calls_by_message, cands.artifacts, cands.memories)
+        system = system_blocks(cands.messages, [r for r in cands.rules if ev.rule_visible(r, cands.branch_id, cands.segments)])
+        tools = self._tool_schemas(cands, viewer)
+        pieces, retrieval = self._pieces(cands, units, ev, now)
+        request, selected, rehydrated = self._select(system, tools, pieces, retrieval, ev, budget, provider, scope, count_payload_tokens, serialize)
+        t2 = time.perf_counter()
+        payload = serialize(provider, request, resolve_blob=self._resolve_blob)
+        assembled_tokens = count_payload_tokens(provider, payload)
+        t3 = time.perf_counter()
+
+        replay_tokens, legacy_count = self._replay(scope, cands, provider, replay, serialize, count_payload_tokens)
+        decisions = ev.decisions
+        omitted = ev.omission_counts()
+        outside = sum(cands.out_of_lineage.values())
+        if outside:
+            omitted[OmissionReason.OUT_OF_LINEAGE.value] = omitted.get(OmissionReason.OUT_OF_LINEAGE.value, 0) + outside
+        older = max(0, cands.lineage_message_count - len([m for m in cands.messages]))
+        if older:
+            omitted[OmissionReason.BUDGET.value] = omitted.get(OmissionReason.BUDGET.value, 0) + older
+            ev.note_bulk("message", OmissionReason.BUDGET, older, "older than the candidate window")
+        prefix_hash = "sha256:" + hashlib.sha256("\x1e".join(system).encode()).hexdigest()
+        prev = self.store.latest_assembly(scope, conversation_id, cands.branch_id, viewer.id if viewer else None) if persist else None
+        prefix_change = None
+        if prev is not None and prev.stable_prefix_hash != prefix_hash:
+            prefix_change = {"previous_assembly_id": prev.id, "previous_hash": prev.stable_prefix_hash, "reason": "system prompt, rules or pinned constraints changed"}
+        record = ContextAssembly(
+            id=new_id("asm"),
+            tenant_id=scope.tenant_id,
+            conversation_id=conversation_id,
+            branch_id=cands.branch_id,
+            participant_id=viewer.id if viewer else None,
+            runtime_kind=runtime_kind or (viewer.runtime_kind if viewer else RuntimeKind.CHAT),
+            provider=provider,
+            budget_tokens=budget,
+            now=now,
+            policy_version=self.policy.version,
+            assembler_version=ASSEMBLER_VERSION,
+            legacy_message_count=legacy_count,
+            assembled_message_count=len(payload.get("messages", [])),
+            replay_tokens=replay_tokens,
+            assembled_tokens=assembled_tokens,
+            token_delta=assembled_tokens - replay_tokens,
+            raw_artifact_count=sum(len(p.raw_artifacts) for p in selected),
+            selected_memory_count=len({m for p in selected for m in p.memory_ids}),
+            rehydrated_count=len(rehydrated),
+            selected_refs=tuple(self._selected_refs(selected)),
+            omitted=dict(sorted(omitted.items())),
+            branch_excluded=outside,
+            buckets=self._bucket_report(budget, system, tools, selected),
+            decisions_summary=ev.decision_counts(),
+            stable_prefix_hash=prefix_hash,
+            prefix_change=prefix_change,
+            timings_ms={
+                "query": round((t1 - t0) * 1000, 3),
+                "policy_eval": round((t2 - t1) * 1000, 3),
+                "serialization": round((t3 - t2) * 1000, 3),
+            },
+            trace=decisions if (trace or self.policy.trace.keep_trace) else None,
+            payload_sha256="sha256:" + hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
+            created_at=datetime.now(UTC),
+        )
+        if persist:
+            with self.store.writer(scope) as w:
+                w.add_assembly(record, payload)
+                for d in ev.persistent_decisions(record.id, conversation_id, scope.tenant_id):
+                    w.add_decision(d)
+        return AssemblyResult(record=record, payload=payload, request=request, trace=decisions)
+
+    # ------------------------------------------------------------------------------------
+    def _viewer(self, cands: CandidateSet, participant_id: str | None) -> Participant | None:
+        if participant_id is None:
+            return None
+        for p in cands.participants:
+            if p.id == participant_id or p.name == participant_id:
+                return p
+        raise NotFoundError("participant", participant_id)
+
+    def _resolve_blob(self, key: str) -> bytes | None:
+        try:
+            return self.store.blobs.get(key)
+        except Exception:
+            return None
+
+    def _tool_schemas(self, cands: CandidateSet, viewer: Participant | None) -> tuple[ToolSchema, ...]:
+        raw = cands.conversation.metadata.get("tools") or []
+        schemas: dict[str, ToolSchema] = {}
+        for t in raw:
+            fn = t.get("function", t) if isinstance(t, dict) else {}
+            name = fn.get("name")
+            if isinstance(name, str) and name:
+                schemas[name] = ToolSchema(name=name, description=str(fn.get("description") or ""), parameters=fn.get("parameters") or fn.get("input_schema") or {"type": "object", "properties": {}})
+        if viewer is not None and viewer.tool_names:
+            allowed = set(viewer.tool_names)
+            schemas = {k: v for k, v in schemas.items() if k in allowed}
+            for name in viewer.tool_names:
+                schemas.setdefault(name, ToolSchema(name=name))
+        return tuple(schemas[k] for k in sorted(schemas))
+
+    # ------------------------------------------------------------------------------------
+    def _pieces(self, cands: CandidateSet, units: list[Unit], ev: Evaluator, now: datetime) -> tuple[list[_Piece], list[_Piece]]:
+        """Render every unit (raw for the tail, shaped before it) and the retrieval notes."""
+        visible_units: list[Unit] = []
+        for u in units:
+            if u.kind == "system":
+                continue
+            if u.kind == "runtime":
+                ev.omit_unit(u, OmissionReason.RUNTIME_ONLY, "progress/meta records are runtime-only")
+                continue
+            if not ev.unit_visible(u):
+                continue
+            visible_units.append(u)
+        # the tail starts at the min_turns-th newest user turn
+        turn_starts = [i for i, u in enumerate(visible_units) if u.is_turn_start]
+        k = self.policy.recent_tail.min_turns
+        tail_start = turn_starts[-k] if len(turn_starts) >= k and k > 0 else (turn_starts[0] if turn_starts else 0)
+        first_user = turn_starts[0] if turn_starts else None
+        current = turn_starts[-1] if turn_starts else None
+        protected = self._protected(visible_units)
+        pieces: list[_Piece] = []
+        in_view_memories: set[str] = set()
+        for i, u in enumerate(visible_units):
+            in_tail = i >= tail_start
+            mandatory = i in (first_user, current) or u.key in protected
+            bucket = "current_input_task_state" if i in (first_user, current) else ("recent_tail" if in_tail else ("tool_results" if u.calls else "retrieval"))
+            if u.key in protected and not in_tail:
+                bucket = "current_input_task_state"
+            piece = self._render_unit(u, ev, raw=in_tail or u.key in protected, bucket=bucket, mandatory=mandatory, order=(u.seq, i))
+            in_view_memories.update(m.id for m in u.memories.values())
+            pieces.append(piece)
+        state = runtime_state_text(cands.skill_state, cands.checkpoint, now)
+        if state:
+            msg = WireMessage(role="user", parts=(TextPart(text=state),), ref=(cands.checkpoint or cands.skill_state).id if (cands.checkpoint or cands.skill_state) else None)  # type: ignore[union-attr]
+            pieces.append(_Piece(unit=None, messages=[msg], cost=self._cost([msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 0)))
+        retrieval: list[_Piece] = []
+        for mem in cands.memories:
+            if mem.id in in_view_memories:
+                continue
+            view = ev.memory_view(mem)
+            if view is None:
+                continue
+            msg_line = memory_line(mem, view.text)
+            retrieval.append(_Piece(unit=None, messages=[], cost=self.tok.count(msg_line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 0), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale))
+            retrieval[-1].messages = [WireMessage(role="user", parts=(TextPart(text=msg_line),), ref=mem.id)]
+        return pieces, retrieval
+
+    def _protected(self, units: list[Unit]) -> set[str]:
+        """Units holding unresolved calls, and the newest unresolved failures (recovery)."""
+        rec = self.policy.recovery
+        statuses = set(rec.protect_statuses)
+        keys: set[str] = set()
+        failed: list[Unit] = []
+        succeeded_after: dict[tuple[str, str], int] = {}
+        for u in units:
+            for c in u.calls:
+                if c.status is ToolCallStatus.SUCCEEDED:
+                    succeeded_after[(c.tool_name, c.arguments_json)] = max(succeeded_after.get((c.tool_name, c.arguments_json), -1), c.seq)
+        for u in units:
+            if any(c.status in statuses and c.status.unresolved for c in u.calls):
+                keys.add(u.key)
+            elif ToolCallStatus.FAILED in statuses and u.failed_calls:
+                resolved = rec.keep_failed_until_resolved and all(succeeded_after.get((c.tool_name, c.arguments_json), -1) > c.seq for c in u.failed_calls)
+                if not resolved:
+                    failed.append(u)
+        for u in failed[-rec.max_failed_kept :] if rec.max_failed_kept else []:
+            keys.add(u.key)
+        return keys
+
+    def _label(self, ev: Evaluator, pid: str | None, fallback: str | None) -> str | None:
+        return fallback or ev.label_of(pid)
+
+    def _render_unit(self, u: Unit, ev: Evaluator, *, raw: bool, bucket: str, mandatory: bool, order: tuple[int, int]) -> _Piece:
+        head = u.messages[0]
+        name = self._label(ev, head.participant_id, head.speaker_label) if ev.multi_party else head.speaker_label
+        msgs: list[WireMessage] = []
+        memory_ids: list[str] = []
+        raw_arts: list[str] = []
+        shape = Shape.RAW
+        confidence = 1.0
+        stale = False
+        for p in head.parts:
+            if isinstance(p, ThinkingPart):
+                ev.omit_part(head, OmissionReason.RUNTIME_ONLY, "thinking is kept in the ledger, not sent")
+        if u.kind == "user":
+            parts = render_content_parts(head)
+            if parts:
+                msgs.append(WireMessage(role="user", parts=parts, name=name, ref=head.id))
+            ev.include(head.id, "message", Shape.RAW, bucket)
+        elif u.kind == "assistant":
+            parts = render_content_parts(head)
+            if parts:
+                msgs.append(WireMessage(role="assistant", parts=parts, name=name, ref=head.id))
+            ev.include(head.id, "message", Shape.RAW, bucket)
+        elif u.kind in ("exchange", "observation"):
+            foreign = ev.foreign(u)
+            callable_calls: list[ToolCall] = []
+            extra: list[str] = []
+            results: list[WireMessage] = []
+            for c in u.calls:
+                art = u.artifacts.get(c.call_id)
+                mem = u.memories.get(art.id) if art else None
+                if c.status.unresolved or art is None:
+                    extra.append(pending_call_text(c))
+                    ev.protect(c.id, "tool_call", "unresolved call rendered as recovery state")
+                    continue
+                text, s, used_raw, mv = self._result_text(c, art, mem, ev, raw=raw)
+                if mv is not None:
+                    confidence = min(confidence, mem.confidence if mem else 1.0)
+                    stale = stale or mv.stale
+                if s is not Shape.RAW:
+                    shape = s
+                if mem is not None and not used_raw:
+                    memory_ids.append(mem.id)
+                if used_raw:
+                    raw_arts.append(art.id)
+                if foreign:
+                    extra.append(call_narration(c, ev.label_of(c.participant_id) or "another participant", text if not used_raw else None))
+                    ev.omit_record(c.id, "tool_call", OmissionReason.OTHER_PARTICIPANT_TOOLS, "rendered as non-callable narration")
+                    continue
+                if u.kind == "observation":
+                    results.append(WireMessage(role="user", parts=(TextPart(text=observation_text(c, text)),), ref=art.id))
+                else:
+                    callable_calls.append(c)
+                    results.append(result_message(c, text, is_error=art.is_error, images=self._images(u, c), ref=art.id))
+            if u.kind == "observation":
+                if head.role is Role.ASSISTANT:
+                    msgs.append(assistant_turn(head, [], extra, name))
+                else:
+                    msgs.extend(WireMessage(role="user", parts=(TextPart(text=e),), ref=head.id) for e in extra)
+                msgs.extend(results)
+            else:
+                msgs.append(assistant_turn(head, callable_calls, extra, name))
+                msgs.extend(results)
+            ev.include(head.id, "message", shape, bucket)
+        return _Piece(unit=u, messages=msgs, cost=self._cost(msgs), bucket=bucket, shape=shape, mandatory=mandatory, order=order, memory_ids=tuple(memory_ids), raw_artifacts=tuple(raw_arts), confidence=confidence, stale=stale)
+
+    def _images(self, u: Unit, c: ToolCall) -> tuple[Any, ...]:
+        for m in u.messages[1:]:
+            for p in m.parts:
+                if getattr(p, "call_id", None) == c.call_id:
+                    return tuple(getattr(p, "images", ()))
+        return ()
+
+    def _result_text(self, c: ToolCall, art: ToolArtifact, mem: Any, ev: Evaluator, *, raw: bool) -> tuple[str, Shape, bool, MemoryView | None]:
+        """The text standing for one result: raw when allowed and small, else the memory
+        view (extract / stale marker / restricted summary / reference)."""
+        limit = ev.tool_max_bytes(c.tool_name)
+        raw_ok, reason = ev.raw_allowed(art)
+        if raw and raw_ok and art.size_bytes <= limit and art.inline_text is not None:
+            view = ev.memory_view(mem) if mem is not None else None
+            prefix = view.raw_prefix if view is not None else ""
+            ev.include(art.id, "artifact", Shape.RAW, "raw")
+            return prefix + art.inline_text, Shape.RAW, True, view
+        if raw and not raw_ok:
+            ev.omit_record(art.id, "artifact", reason, "raw payload withheld; safe summary shown")
+        elif raw and art.size_bytes > limit:
+            ev.shape_record(art.id, "artifact", Shape.REFERENCE, OmissionReason.REPLACED_BY_MEMORY, f"{art.size_bytes} bytes above the {limit}-byte tool output limit")
+        else:
+            ev.shape_record(art.id, "artifact", Shape.EXTRACT, OmissionReason.REPLACED_BY_MEMORY, "older than the recent tail")
+        if mem is None:
+            return f"{artifact_ref(art)} (no memory derived)", Shape.REFERENCE, False, None
+        view = ev.memory_view(mem, in_exchange=True)
+        if view is None:
+            return f"[result omitted: {ev.last_reason(mem.id)}] {artifact_ref(art)}", Shape.REFERENCE, False, None
+        return view.text, view.shape, False, view
+
+    # ------------------------------------------------------------------------------------
+    def _cost(self, msgs: list[WireMessage]) -> int:
+        total = 0
+        for m in msgs:
+            total += 4
+            if m.name:
+                total += self.tok.count(m.name) + 1
+            for p in m.parts:
+                text = getattr(p, "text", None)
+                if isinstance(text, str):
+                    total += self.tok.count(text)
+                if p.kind == "tool_call":
+                    total += self.tok.count(p.tool_name) + self.tok.count(p.arguments_json) + self.tok.count(p.call_id) + 8  # type: ignore[union-attr]
+                elif p.kind == "tool_result":
+                    total += self.tok.count(p.call_id) + 4  # type: ignore[union-attr]
+                elif p.kind == "image":
+                    total += 85
+        return total
+
+    def _select(self, system: tuple[str, ...], tools: tuple[ToolSchema, ...], pieces: list[_Piece], retrieval: list[_Piece], ev: Evaluator, budget: int, provider: str, scope: Scope, count: Any, serialize: Any) -> tuple[NeutralRequest, list[_Piece], list[str]]:
+        """Budget allocation with the drop order of seed 001 §9; exact recount at the end."""
+        chosen = list(pieces)
+        notes = sorted(retrieval, key=lambda p: p.order)
+        steps = list(self.policy.budget.drop_order)
+
+        def build(ps: list[_Piece], ns: list[_Piece], sysb: tuple[str, ...]) -> NeutralRequest:
+            ordered = sorted(ps, key=lambda p: p.order)
+            msgs: list[WireMessage] = []
+            if ns:
+                lines = [n.messages[0].parts[0].text for n in ns]  # type: ignore[union-attr]
+                block = retrieval_block(lines)
+                # evidence goes right after the task statement (first user turn)
+                msgs.extend(ordered[0].messages if ordered else [])
+                msgs.append(block)
+                for p in ordered[1:]:
+                    msgs.extend(p.messages)
+            else:
+                for p in ordered:
+                    msgs.extend(p.messages)
+            return NeutralRequest(system=sysb, messages=tuple(msgs), tools=tools)
+
+        def exact(req: NeutralRequest) -> int:
+            return int(count(provider, serialize(provider, req, resolve_blob=None)))
+
+        sysb = system
+        req = build(chosen, notes, sysb)
+        total = exact(req)
+        step_i = 0
+        guard = 0
+        while total > budget and guard < 10000:
+            guard += 1
+            over = total - budget
+            changed = False
+            step = steps[step_i].value if step_i < len(steps) else "truncate"
+            if step == "low_confidence_retrieval":
+                low = [n for n in notes if n.confidence < self.policy.promotion.auto_min_confidence]
+                for n in low:
+                    notes.remove(n)
+                    ev.omit_record(n.memory_ids[0], "memory", OmissionReason.LOW_CONFIDENCE, "drop order step 1")
+                changed = bool(low)
+            elif step == "expired_memory":
+                exp = [n for n in notes if n.stale]
+                for n in exp:
+                    notes.remove(n)
+                    ev.omit_record(n.memory_ids[0], "memory", OmissionReason.STALE, "drop order step 2: expired memory")
+                olds = [p for p in chosen if p.stale and not p.mandatory and p.bucket != "recent_tail"]
+                for p in olds:
+                    chosen.remove(p)
+                    ev.omit_unit(p.unit, OmissionReason.STALE, "drop order step 2: expired memory")  # type: ignore[arg-type]
+                changed = bool(exp or olds)
+            elif step == "large_tool_results_to_refs":
+                big = sorted((p for p in chosen if p.raw_artifacts and not p.mandatory and p.unit is not None), key=lambda p: (-p.cost, p.order))
+                if big:
+                    p = big[0]
+                    i = chosen.index(p)
+                    chosen[i] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
+                    changed = True
+            elif step == "compress_old_history":
+                if notes:
+                    n = notes.pop(0)
+                    ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, "drop order step 4: compress old history")
+                    changed = True
+                else:
+                    old = [p for p in chosen if not p.mandatory and p.bucket in ("retrieval", "tool_results", "long_term_memory")]
+                    if old:
+                        p = min(old, key=lambda p: p.order)
+                        chosen.remove(p)
+                        if p.unit is not None:
+                            ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order step 4: compress old history")
+                        changed = True
+            elif step == "shorten_recent_tail":
+                tail = [p for p in chosen if not p.mandatory and p.bucket == "recent_tail"]
+                if tail:
+                    p = min(tail, key=lambda p: p.order)
+                    chosen.remove(p)
+                    if p.unit is not None:
+                        ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order step 5: shorten recent tail")
+                    changed = True
+            else:
+                # last resort: the mandatory pieces alone exceed the budget — shape them,
+                # then cut the longest texts with an explicit marker (never silently)
+                changed = self._last_resort(chosen, ev, over)
+                if not changed:
+                    sysb = self._truncate_system(sysb, over, ev)
+                    changed = True
+                    step_i += 1
+            if not changed:
+                step_i += 1
+                continue
+            req = build(chosen, notes, sysb)
+            total = exact(req)
+        for n in notes:
+            ev.include(n.memory_ids[0], "memory", n.shape, "retrieval")
+        rehydrated = self._rehydrate(chosen, ev, scope)
+        if rehydrated:
+            req2 = build(chosen, notes, sysb)
+            if exact(req2) <= budget:
+                req = req2
+            else:
+                rehydrated = []
+        return req, chosen + notes, rehydrated
+
+    def _last_resort(self, chosen: list[_Piece], ev: Evaluator, over: int) -> bool:
+        for p in sorted((p for p in chosen if p.raw_artifacts and p.unit is not None), key=lambda p: -p.cost):
+            i = chosen.index(p)
+            chosen[i] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
+            return True
+        biggest = max(chosen, key=lambda p: p.cost, default=None)
+        if biggest is None or biggest.cost < 64:
+            return False
+        target = max(32, biggest.cost - over - 16)
+        new_msgs: list[WireMessage] = []
+        for m in biggest.messages:
+            parts = []
+            for part in m.parts:
+                if isinstance(part, TextPart) and self.tok.count(part.text) > 48:
+                    parts.append(TextPart(text=self._cut(part.text, max(16, target // max(1, len(biggest.messages))), m.ref)))
+                elif getattr(part, "kind", "") == "tool_result" and isinstance(getattr(part, "text", None), str) and self.tok.count(part.text) > 48:  # type: ignore[union-attr]
+                    parts.append(part.model_copy(update={"text": self._cut(part.text, max(16, target // max(1, len(biggest.messages))), m.ref)}))  # type: ignore[union-attr]
+                else:
+                    parts.append(part)
+            new_msgs.append(WireMessage(role=m.role, parts=tuple(parts), name=m.name, ref=m.ref))
+        new_cost = self._cost(new_msgs)
+        if new_cost >= biggest.cost:
+            return False
+        biggest.messages = new_msgs
+        biggest.cost = new_cost
+        if biggest.unit is not None:
+            ev.shape_record(biggest.unit.key, "message", Shape.EXTRACT, OmissionReason.BUDGET, "text cut to fit the budget (head and tail kept)")
+        return True
+
+    def _cut(self, text: str, max_tokens: int, ref: str | None) -> str:
+        ids = self.tok.encode(text)
+        if len(ids) <= max_tokens:
+            return text
+        head = self.tok.decode(ids[: max_tokens * 2 // 3])
+        tail = self.tok.decode(ids[-(max_tokens // 3) :]) if max_tokens >= 3 else ""
+        return f"{head}\n[… {len(ids) - max_tokens:,} tokens omitted; full text in the ledger ({ref}) …]\n{tail}"
+
+    def _truncate_system(self, sysb: tuple[str, ...], over: int, ev: Evaluator) -> tuple[str, ...]:
+        if not sysb:
+            return sysb
+        i = max(range(len(sysb)), key=lambda j: len(sysb[j]))
+        n = self.tok.count(sysb[i])
+        cut = self._cut(sysb[i], max(16, n - over - 16), "system prompt")
+        ev.note_bulk("system", OmissionReason.BUDGET, 1, "system prompt cut to fit the budget")
+        return (*sysb[:i], cut, *sysb[i + 1 :])
+
+    def _rehydrate(self, chosen: list[_Piece], ev: Evaluator, scope: Scope) -> list[str]:
+        """Stage 2: read raw payloads only for selected records, after privacy and byte
+        budget checks (seed 000 §4.11)."""
+        reh = self.policy.rehydration
+        current = next((p for p in sorted(chosen, key=lambda p: p.order, reverse=True) if p.unit is not None and p.unit.is_turn_start), None)
+        if current is None:
+            return []
+        text = " ".join(getattr(part, "text", "") for m in current.messages for part in m.parts).lower()
+        if not any(w.lower() in text for w in reh.triggers.explicit_user_request):
+            return []
+        budget = reh.byte_budget
+        done: list[str] = []
+        for p in sorted(chosen, key=lambda p: p.order, reverse=True):
+            if p.unit is None or not p.memory_ids or p.unit.kind not in ("exchange", "observation"):
+                continue
+            for c in p.unit.calls:
+                art = p.unit.artifacts.get(c.call_id)
+                if art is None:
+                    continue
+                ok, reason = ev.raw_allowed(art)
+                if not ok or art.privacy_class.value in reh.denied_privacy_classes:
+                    ev.refuse_rehydration(art.id, reason if not ok else OmissionReason.PRIVACY_RESTRICTED)
+                    continue
+                if art.size_bytes > reh.per_record_max_bytes or art.size_bytes > budget:
+                    ev.refuse_rehydration(art.id, OmissionReason.BUDGET)
+                    continue
+                try:
+                    raw = self.store.read_artifact_bytes(scope, art).decode("utf-8")
+                except Exception:
+                    ev.refuse_rehydration(art.id, OmissionReason.RETENTION_DELETED)
+                    continue
+                budget -= art.size_bytes
+                i = chosen.index(p)
+                new_msgs = []
+                for m in p.messages:
+                    if m.ref == art.id and m.role == "tool":
+                        part = m.parts[0]
+                        new_msgs.append(WireMessage(role="tool", parts=(part.model_copy(update={"text": raw}),), ref=m.ref))
+                    elif m.ref == art.id:
+                        new_msgs.append(WireMessage(role=m.role, parts=(TextPart(text=observation_text(c, raw)),), ref=m.ref))
+                    else:
+                        new_msgs.append(m)
+                chosen[i] = _Piece(unit=p.unit, messages=new_msgs, cost=self._cost(new_msgs), bucket=p.bucket, shape=Shape.RAW, mandatory=p.mandatory, order=p.order, memory_ids=p.memory_ids, raw_artifacts=(*p.raw_artifacts, art.id))
+                p = chosen[i]
+                ev.rehydrated(art.id)
+                done.append(art.id)
+            if done:
+                break
+        return done
+
+    # ------------------------------------------------------------------------------------
+    def _replay(self, scope: Scope, cands: CandidateSet, provider: str, mode: str, serialize: Any, count: Any) -> tuple[int, int]:
+        """Tokens of the naive full-transcript request for ``provider`` (seed 000 §5.1)."""
+        from contextledger.assembly.replay import estimate_replay_tokens, replay_request
+
+        if mode == "estimate":
+            return estimate_replay_tokens(self.store, scope, cands)
+        req, n = replay_request(self.store, scope, cands, self._tool_schemas(cands, None))
+        return int(count(provider, serialize(provider, req, resolve_blob=None))), n
+
+    def _selected_refs(self, selected: list[_Piece]) -> list[str]:
+        refs: list[str] = []
+        for p in sorted(selected, key=lambda p: p.order):
+            if p.unit is not None:
+                refs.extend(m.id for m in p.unit.messages)
+            refs.extend(p.memory_ids)
+            refs.extend(a for a in p.raw_artifacts)
+        seen: set[str] = set()
+        out = []
+        for r in refs:
+            if r not in seen:
+                seen.add(r)
+                out.append(r)
+        return out
+
+    def _bucket_report(self, budget: int, system: tuple[str, ...], tools: tuple[ToolSchema, ...], selected: list[_Piece]) -> dict[str, dict[str, int]]:
+        """Used and limit per bucket (tokens).  Limits: share × budget, and a bucket's
+        unused tokens flow to the next bucket in ``budget.flow_order``."""
+        shares = self.policy.budget.buckets
+        used: dict[str, int] = {name: 0 for name in type(shares).model_fields}
+        used["system_rules"] += sum(self.tok.count(s) for s in system) + sum(self.tok.count(json.dumps(t.parameters, sort_keys=True)) + self.tok.count(t.name) for t in tools)
+        for p in selected:
+            used[p.bucket] = used.get(p.bucket, 0) + p.cost
+        report: dict[str, dict[str, int]] = {}
+        carry = 0
+        for b in self.policy.budget.flow_order:
+            name = b.value
+            limit = int(getattr(shares, name) * budget) + carry
+            u = used.get(name, 0)
+            carry = max(0, limit - u)
+            report[name] = {"used": u, "limit": limit}
+        return report

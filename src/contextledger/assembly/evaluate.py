@@ -1,0 +1,305 @@
+"""Policy evaluators: each candidate passes the families of seed 000 §4.5 in order —
+retention → ownership & visibility → privacy & provider routing → freshness →
+conflict & supersession → promotion — with recovery protection applied by the assembler.
+
+Every decision is appended to a trace with its family and a reason from the closed
+:class:`~contextledger.records.enums.OmissionReason` enumeration; the assembly stores the
+counts and, on request, the trace.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from contextledger.ids import new_id
+from contextledger.records.enums import (
+    DecisionKind,
+    OmissionReason,
+    PolicyFamily,
+    PromotionPolicy,
+    ResolutionState,
+    RuntimeKind,
+    Shape,
+    Visibility,
+)
+from contextledger.records.models import (
+    Message,
+    Participant,
+    PolicyDecision,
+    ToolArtifact,
+    ToolMemory,
+)
+from contextledger.store.base import LineageSegment
+
+if TYPE_CHECKING:
+    from contextledger.assembly.units import Unit
+    from contextledger.policy.model import Policy
+
+__all__ = ["REASON_FAMILY", "Evaluator", "MemoryView"]
+
+REASON_FAMILY: dict[OmissionReason, PolicyFamily] = {
+    OmissionReason.OUT_OF_LINEAGE: PolicyFamily.VISIBILITY,
+    OmissionReason.PARTICIPANT_PRIVATE: PolicyFamily.OWNERSHIP,
+    OmissionReason.AUDIT_ONLY: PolicyFamily.VISIBILITY,
+    OmissionReason.NOT_PROMOTED: PolicyFamily.PROMOTION,
+    OmissionReason.PRIVACY_RESTRICTED: PolicyFamily.PRIVACY,
+    OmissionReason.PROVIDER_RESTRICTED: PolicyFamily.PRIVACY,
+    OmissionReason.STALE: PolicyFamily.FRESHNESS,
+    OmissionReason.SUPERSEDED: PolicyFamily.CONFLICT,
+    OmissionReason.BUDGET: PolicyFamily.BUDGET,
+    OmissionReason.RETENTION_DELETED: PolicyFamily.RETENTION,
+    OmissionReason.RUNTIME_ONLY: PolicyFamily.VISIBILITY,
+    OmissionReason.DUPLICATE: PolicyFamily.CONFLICT,
+    OmissionReason.REPLACED_BY_MEMORY: PolicyFamily.REHYDRATION,
+    OmissionReason.COMPACTED: PolicyFamily.BUDGET,
+    OmissionReason.LOW_CONFIDENCE: PolicyFamily.BUDGET,
+    OmissionReason.AUTHORITY_OVERRIDDEN: PolicyFamily.AUTHORITY,
+    OmissionReason.SITUATIONAL_NOT_MATCHED: PolicyFamily.AUTHORITY,
+    OmissionReason.REHYDRATION_REFUSED: PolicyFamily.REHYDRATION,
+    OmissionReason.OTHER_PARTICIPANT_TOOLS: PolicyFamily.OWNERSHIP,
+    OmissionReason.UNSUPPORTED_CONTENT: PolicyFamily.VISIBILITY,
+}
+"""Which policy family owns each omission reason."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryView:
+    """How a memory appears in a request: ``text``, its ``shape``, whether it is shown as
+    stale, and the prefix to put before a raw rendering of its artifact (stale or
+    superseded warnings; empty when current)."""
+
+    text: str
+    shape: Shape
+    stale: bool = False
+    raw_prefix: str = ""
+
+
+class Evaluator:
+    """Evaluates records for one request and keeps the decision trace.
+
+    Args:
+        viewer: the participant the request is assembled for (``None``: the
+            conversation's main view — participant-private state of anyone is omitted).
+    """
+
+    def __init__(self, policy: Policy, *, provider: str, now: datetime, viewer: Participant | None, participants: list[Participant]) -> None:
+        self.policy = policy
+        self.provider = provider
+        self.now = now
+        self.viewer = viewer
+        self.participants = {p.id: p for p in participants}
+        self.decisions: list[dict[str, Any]] = []
+        self._omitted: dict[str, str] = {}
+        self._bulk: Counter[str] = Counter()
+        labelled = {p.id for p in participants if p.runtime_kind is not RuntimeKind.SUBAGENT_CHILD}
+        self.multi_party = len(labelled) > 1
+
+    # -- trace -----------------------------------------------------------------------------
+    def _add(self, record_id: str, kind: str, family: PolicyFamily, decision: DecisionKind, reason: str, **detail: Any) -> None:
+        self.decisions.append({"record_id": record_id, "record_kind": kind, "family": family.value, "decision": decision.value, "reason": reason, **detail})
+
+    def include(self, record_id: str, kind: str, shape: Shape, bucket: str) -> None:
+        """Record an inclusion with its shape and budget bucket."""
+        self._add(record_id, kind, PolicyFamily.BUDGET, DecisionKind.INCLUDE, "selected", shape=shape.value, bucket=bucket)
+
+    def omit_record(self, record_id: str, kind: str, reason: OmissionReason, why: str) -> None:
+        """Record an omission (counted once per record, first reason wins)."""
+        self._add(record_id, kind, REASON_FAMILY[reason], DecisionKind.OMIT, reason.value, detail=why)
+        self._omitted.setdefault(record_id, reason.value)
+
+    def shape_record(self, record_id: str, kind: str, shape: Shape, reason: OmissionReason, why: str) -> None:
+        """Record that a record's raw form was replaced (counted under ``reason``)."""
+        self._add(record_id, kind, REASON_FAMILY[reason], DecisionKind.SHAPE, reason.value, shape=shape.value, detail=why)
+        self._omitted.setdefault(record_id, reason.value)
+
+    def omit_unit(self, unit: Unit, reason: OmissionReason, why: str) -> None:
+        """Omit every message of a unit."""
+        for m in unit.messages:
+            self.omit_record(m.id, "message", reason, why)
+
+    def omit_part(self, msg: Message, reason: OmissionReason, why: str) -> None:
+        """Record that a part of a message is not sent (e.g. thinking)."""
+        key = f"{msg.id}#part"
+        self._add(key, "part", REASON_FAMILY[reason], DecisionKind.OMIT, reason.value, detail=why)
+        self._omitted.setdefault(key, reason.value)
+
+    def protect(self, record_id: str, kind: str, why: str) -> None:
+        """Record recovery protection of unresolved/failed state."""
+        self._add(record_id, kind, PolicyFamily.RECOVERY, DecisionKind.PROTECT, "recovery_protected", detail=why)
+
+    def refuse_rehydration(self, record_id: str, reason: OmissionReason) -> None:
+        """Record a refused stage-2 rehydration."""
+        self._add(record_id, "artifact", PolicyFamily.REHYDRATION, DecisionKind.REFUSE, OmissionReason.REHYDRATION_REFUSED.value, cause=reason.value)
+        self._bulk[OmissionReason.REHYDRATION_REFUSED.value] += 1
+
+    def rehydrated(self, record_id: str) -> None:
+        """Record a stage-2 rehydration."""
+        self._add(record_id, "artifact", PolicyFamily.REHYDRATION, DecisionKind.REHYDRATE, "exact_evidence_requested")
+
+    def note_bulk(self, kind: str, reason: OmissionReason, count: int, why: str) -> None:
+        """Record a counted omission of records not loaded individually."""
+        self._add(f"{count} {kind}(s)", kind, REASON_FAMILY[reason], DecisionKind.OMIT, reason.value, detail=why, count=count)
+
+    def last_reason(self, record_id: str) -> str:
+        """The recorded omission reason of ``record_id`` (or ``"omitted"``)."""
+        return self._omitted.get(record_id, "omitted")
+
+    def omission_counts(self) -> dict[str, int]:
+        """Omission counts by reason (each record counted once)."""
+        c: Counter[str] = Counter(self._omitted.values())
+        c.update(self._bulk)
+        return dict(c)
+
+    def decision_counts(self) -> dict[str, int]:
+        """Decision counts by ``family:decision``."""
+        return dict(sorted(Counter(f"{d['family']}:{d['decision']}" for d in self.decisions).items()))
+
+    def persistent_decisions(self, assembly_id: str, conversation_id: str, tenant_id: str) -> list[PolicyDecision]:
+        """PolicyDecision rows for decisions that constrained the request in ways an audit
+        asks about: privacy / provider routing, rehydration, recovery, supersession."""
+        keep = {PolicyFamily.PRIVACY.value, PolicyFamily.REHYDRATION.value, PolicyFamily.RECOVERY.value, PolicyFamily.CONFLICT.value}
+        out = []
+        now = datetime.now(UTC)
+        for d in self.decisions:
+            if d["family"] not in keep or d["reason"] == OmissionReason.REPLACED_BY_MEMORY.value:
+                continue
+            out.append(
+                PolicyDecision(
+                    id=new_id("dec"), tenant_id=tenant_id, conversation_id=conversation_id, assembly_id=assembly_id,
+                    family=PolicyFamily(d["family"]), decision=d["decision"], record_id=d["record_id"], reason=d["reason"],
+                    detail={k: v for k, v in d.items() if k not in ("record_id", "family", "decision", "reason")}, created_at=now,
+                )
+            )
+        return out
+
+    # -- visibility / ownership -------------------------------------------------------
+    def label_of(self, participant_id: str | None) -> str | None:
+        """Speaker label of a participant (role label, else name)."""
+        p = self.participants.get(participant_id or "")
+        if p is None:
+            return None
+        return p.role_label or p.name
+
+    def _visible(self, visibility: Visibility, owner: str | None, shared: tuple[str, ...] = ()) -> OmissionReason | None:
+        viewer = self.viewer.id if self.viewer else None
+        if visibility is Visibility.AUDIT_ONLY:
+            if viewer is not None and owner == viewer:
+                return None
+            return OmissionReason.AUDIT_ONLY
+        if visibility is Visibility.PARTICIPANT_PRIVATE:
+            if viewer is not None and (owner == viewer or viewer in shared):
+                return None
+            return OmissionReason.PARTICIPANT_PRIVATE
+        return None
+
+    def unit_visible(self, unit: Unit) -> bool:
+        """Ownership & visibility of a unit (its first message decides)."""
+        head = unit.messages[0]
+        reason = self._visible(head.visibility, head.participant_id)
+        if reason is not None:
+            self.omit_unit(unit, reason, f"visibility {head.visibility.value}")
+            return False
+        return True
+
+    def foreign(self, unit: Unit) -> bool:
+        """Whether a unit's tool calls belong to another participant than the viewer."""
+        return self.viewer is not None and unit.participant_id is not None and unit.participant_id != self.viewer.id
+
+    def rule_visible(self, rule: dict[str, Any], branch_id: str, segments: list[LineageSegment]) -> bool:
+        """A pinned rule applies when recorded on the active lineage (or conversation-wide)."""
+        b = rule.get("_branch_id")
+        if b is None:
+            return True
+        for s in segments:
+            if s.branch_id == b and (s.max_seq is None or int(rule.get("_seq", 0)) <= s.max_seq):
+                return True
+        self.omit_record(str(rule.get("id")), "rule", OmissionReason.OUT_OF_LINEAGE, "rule pinned on another branch")
+        return False
+
+    # -- privacy & provider routing ----------------------------------------------------
+    def raw_allowed(self, art: ToolArtifact) -> tuple[bool, OmissionReason]:
+        """Whether ``art``'s raw payload may go to the provider (seed 000 §8 R3, R12)."""
+        if art.deleted_at is not None and self.policy.retention.honour_deleted_at:
+            return False, OmissionReason.RETENTION_DELETED
+        cls = art.privacy_class.value
+        priv = self.policy.privacy
+        if cls in priv.raw_denied:
+            return False, OmissionReason.PRIVACY_RESTRICTED
+        allowed = priv.routing.get(self.provider, priv.default_allowed)
+        if cls not in allowed:
+            return False, OmissionReason.PROVIDER_RESTRICTED
+        return True, OmissionReason.PRIVACY_RESTRICTED
+
+    def tool_max_bytes(self, tool_name: str) -> int:
+        """The raw tool-output limit in bytes for ``tool_name`` (seed 001 §6 problem 2)."""
+        o = self.policy.tool_output.tools.get(tool_name)
+        return o.max_bytes if o is not None and o.max_bytes is not None else self.policy.tool_output.max_bytes
+
+    # -- freshness ---------------------------------------------------------------------
+    def _deadline(self, mem: ToolMemory) -> datetime | None:
+        fr = self.policy.freshness
+        tool = fr.tools.get(mem.source_tool)
+        seconds = tool.stale_after if tool is not None and tool.stale_after is not None else getattr(fr.stale_after, mem.freshness_class.value)
+        basis = mem.verified_at or mem.observed_at
+        deadline = None if seconds is None or seconds < 0 else basis + timedelta(seconds=seconds)
+        if mem.stale_after is not None and mem.verified_at is None:
+            deadline = mem.stale_after if deadline is None else min(deadline, mem.stale_after)
+        return deadline
+
+    def _stale_mode(self, mem: ToolMemory) -> str:
+        tool = self.policy.freshness.tools.get(mem.source_tool)
+        return tool.stale_mode if tool is not None and tool.stale_mode is not None else self.policy.freshness.stale_mode
+
+    def is_stale(self, mem: ToolMemory) -> bool:
+        """Stale when ``now`` ≥ (last verification or observation) + the class window, or
+        when a later write made it stale (resolution state ``stale``)."""
+        if mem.resolution_state in (ResolutionState.STALE, ResolutionState.UNVERIFIABLE):
+            return True
+        d = self._deadline(mem)
+        return d is not None and self.now >= d
+
+    # -- memory views ------------------------------------------------------------------
+    def memory_view(self, mem: ToolMemory | None, *, in_exchange: bool = False) -> MemoryView | None:
+        """How ``mem`` appears, or ``None`` when it must be omitted (reason recorded)."""
+        from contextledger.memory.derive import render_memory_text, render_stale_marker
+
+        if mem is None:
+            return None
+        if not in_exchange:
+            reason = self._visible(mem.visibility_scope, mem.owner_participant_id, mem.shared_with_participants)
+            if reason is not None:
+                self.omit_record(mem.id, "memory", reason, f"visibility {mem.visibility_scope.value}")
+                return None
+            owner_view = self.viewer is not None and mem.owner_participant_id == self.viewer.id
+            if mem.promotion_policy in (PromotionPolicy.NOT_PROMOTED, PromotionPolicy.AUDIT_ONLY) and not owner_view:
+                self.omit_record(mem.id, "memory", OmissionReason.NOT_PROMOTED, f"promotion {mem.promotion_policy.value}")
+                return None
+        if (mem.superseded_by or mem.resolution_state is ResolutionState.SUPERSEDED) and self.policy.conflict.omit_superseded:
+            self.omit_record(mem.id, "memory", OmissionReason.SUPERSEDED, f"superseded by {mem.superseded_by}")
+            if in_exchange:
+                return MemoryView(text=f"[superseded by {mem.superseded_by}: see the newer result]", shape=Shape.REFERENCE, raw_prefix=f"[superseded by {mem.superseded_by}]\n")
+            return None
+        cls = mem.privacy_class.value
+        priv = self.policy.privacy
+        if cls in priv.raw_denied or cls not in priv.routing.get(self.provider, priv.default_allowed):
+            reason = OmissionReason.PRIVACY_RESTRICTED if cls in priv.raw_denied else OmissionReason.PROVIDER_RESTRICTED
+            self.shape_record(mem.id, "memory", Shape.SUMMARY, reason, "only a safe summary may be shown")
+            hint = f"; revalidate with {mem.revalidation_tool}" if mem.revalidation_tool else ""
+            return MemoryView(text=f"[{cls} data withheld by policy: {mem.source_tool} {mem.status.value}{hint}]", shape=Shape.SUMMARY)
+        conflict = ""
+        if mem.conflicts_with:
+            conflict = " [conflicts with " + ", ".join(sorted(mem.conflicts_with)) + "]"
+            self._add(mem.id, "memory", PolicyFamily.CONFLICT, DecisionKind.MARK_CONFLICT, "conflict_marked", others=sorted(mem.conflicts_with))
+        if self.is_stale(mem):
+            if self._stale_mode(mem) == "omit":
+                self.omit_record(mem.id, "memory", OmissionReason.STALE, "stale; policy omits stale records")
+                if in_exchange:
+                    return MemoryView(text="[stale result omitted by policy]", shape=Shape.STALE_MARKER, stale=True)
+                return None
+            self._add(mem.id, "memory", PolicyFamily.FRESHNESS, DecisionKind.MARK_STALE, "stale_marked")
+            marker = render_stale_marker(mem, self.now)
+            return MemoryView(text=marker + conflict, shape=Shape.STALE_MARKER, stale=True, raw_prefix=marker + "\n")
+        return MemoryView(text=render_memory_text(mem) + conflict, shape=mem.shape, raw_prefix=(conflict.strip() + "\n") if conflict else "")

@@ -1,0 +1,257 @@
+"""``contextledger`` command line (typer + rich).  Every command takes ``--json``.
+
+Global options: ``--db URL`` (or ``CONTEXTLEDGER_DB``), ``--home DIR`` (or
+``CONTEXTLEDGER_HOME``, default ``~/.contextledger``), ``--tenant``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from contextledger.cli.common import console, emit_json, fail_cleanly, parse_now, state
+from contextledger.errors import ContextLedgerError, InputError
+
+app = typer.Typer(
+    name="contextledger",
+    help="A durable runtime graph for tool-using agents, with policy-assembled, explainable model context.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+@app.callback()
+def _global(
+    db: Annotated[str | None, typer.Option("--db", envvar="CONTEXTLEDGER_DB", help="Database URL or SQLite file path.")] = None,
+    home: Annotated[str | None, typer.Option("--home", envvar="CONTEXTLEDGER_HOME", help="Data directory (default ~/.contextledger).")] = None,
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant scope.")] = "default",
+) -> None:
+    state.db, state.home, state.tenant = db, home, tenant
+    state._ledger = None
+
+
+def _scope():  # type: ignore[no-untyped-def]
+    return state.ledger().scope(state.tenant)
+
+
+# -- import ---------------------------------------------------------------------------------
+@app.command("import")
+def import_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="Transcript files (OpenAI chat JSON/JSONL, Claude Code JSONL, SWE-agent trajectories).")],
+    format: Annotated[str, typer.Option("--format", help="auto | openai-chat | claude-code | swe-agent")] = "auto",
+    as_json: JsonOpt = False,
+) -> None:
+    """Import transcripts; each file is one transaction (a failure leaves nothing behind)."""
+    results = []
+    failures = []
+    with fail_cleanly(as_json):
+        ledger = state.ledger()
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, disable=as_json or len(paths) < 2, transient=True)
+        with progress:
+            task = progress.add_task("importing", total=len(paths))
+            for p in paths:
+                try:
+                    results.append(ledger.import_file(p, format=format, scope=_scope()).as_dict())
+                except ContextLedgerError as exc:
+                    failures.append({"path": str(p), "error": type(exc).__name__, "message": str(exc)})
+                progress.advance(task)
+    if as_json:
+        emit_json(results + failures if failures else results)
+    else:
+        for r in results:
+            status = "imported" if r["created"] else "already imported"
+            console.print(
+                f"{status}: {r['path']} → [bold]{r['conversation_id']}[/bold] ({r['format']}): "
+                f"{r['messages']} messages, {r['tool_calls']} tool calls, {r['artifacts']} artifacts, "
+                f"{r['pending_calls']} pending, {r['branches']} branches"
+            )
+            for n in r["notes"][:10]:
+                console.print(f"  note: {n}", soft_wrap=True)
+            if len(r["notes"]) > 10:
+                console.print(f"  … {len(r['notes']) - 10} more notes (see --json)")
+        for f in failures:
+            console.print(f"[red]error:[/red] {f['message']}", soft_wrap=True)
+    if failures:
+        raise typer.Exit(1)
+
+
+# -- conversations --------------------------------------------------------------------------
+@app.command("conversations")
+def conversations_cmd(as_json: JsonOpt = False) -> None:
+    """List conversations with message / tool-call / artifact counts."""
+    with fail_cleanly(as_json):
+        rows = state.ledger().store.list_conversations(_scope())
+    if as_json:
+        emit_json([
+            {"conversation_id": r.conversation.id, "title": r.conversation.title, "source": r.conversation.source, "source_path": r.conversation.source_path,
+             "messages": r.message_count, "tool_calls": r.tool_call_count, "artifacts": r.artifact_count, "created_at": r.conversation.created_at.isoformat()}
+            for r in rows
+        ])
+        return
+    table = Table("conversation", "title", "messages", "tool calls", "artifacts", "source")
+    for r in rows:
+        table.add_row(r.conversation.id, r.conversation.title[:40], str(r.message_count), str(r.tool_call_count), str(r.artifact_count), r.conversation.source)
+    console.print(table)
+
+
+# -- assemble -------------------------------------------------------------------------------
+@app.command("assemble")
+def assemble_cmd(
+    conversation: Annotated[str, typer.Argument(help="Conversation id.")],
+    branch: Annotated[str | None, typer.Option("--branch", help="Branch id (default: the active branch).")] = None,
+    participant: Annotated[str | None, typer.Option("--participant", help="Participant id or name to assemble for.")] = None,
+    provider: Annotated[str, typer.Option("--provider", help="openai-chat | anthropic")] = "openai-chat",
+    budget: Annotated[int | None, typer.Option("--budget", help="Token budget (default from the policy).")] = None,
+    now: Annotated[str | None, typer.Option("--now", help="Evaluation time, ISO 8601 (default: now).")] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML file (default: bundled).")] = None,
+    trace: Annotated[bool, typer.Option("--trace", help="Keep and show every candidate's decision chain.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON result to this file.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Assemble the next request's context and record the ContextAssembly."""
+    with fail_cleanly(as_json):
+        pol = None
+        if policy is not None:
+            from contextledger.policy.loader import load_policy
+
+            pol = load_policy(policy)
+        res = state.ledger().assemble(conversation, branch_id=branch, participant_id=participant, provider=provider, budget_tokens=budget, now=parse_now(now), policy=pol, trace=trace, scope=_scope())
+    data = res.as_dict()
+    if out is not None:
+        import json
+
+        out.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+    if as_json:
+        emit_json(data)
+        return
+    _print_assembly(data)
+    if trace and res.record.trace:
+        table = Table("record", "kind", "family", "decision", "reason", "detail")
+        for d in res.record.trace:
+            table.add_row(str(d["record_id"]), str(d["record_kind"]), str(d["family"]), str(d["decision"]), str(d["reason"]), str(d.get("detail", d.get("shape", ""))))
+        console.print(table)
+    if out is not None:
+        console.print(f"written: {out}")
+
+
+def _print_assembly(d: dict[str, object]) -> None:
+    console.print(f"assembly [bold]{d['assembly_id']}[/bold] ({d['provider']}, policy {d['policy_version']})")
+    console.print(f"replay {d['replay_tokens']:,} tokens → assembled {d['assembled_tokens']:,} tokens (budget {d['budget_tokens']:,}; reduction {float(d['reduction']):.1%})")  # type: ignore[arg-type]
+    omitted = d["omitted"]
+    if isinstance(omitted, dict) and omitted:
+        console.print("omitted / reshaped by reason: " + ", ".join(f"{k}={v}" for k, v in sorted(omitted.items())))
+    console.print(f"messages {d['legacy_message_count']} → {d['assembled_message_count']}; memories {d['selected_memory_count']}; raw artifacts {d['raw_artifact_count']}; timings {d['timings_ms']}")
+
+
+# -- explain / rehydrate --------------------------------------------------------------------
+@app.command("explain")
+def explain_cmd(
+    assembly: Annotated[str, typer.Argument(help="Assembly id.")],
+    record: Annotated[str | None, typer.Option("--record", help="Explain one record.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Why each record was included, shaped or omitted (by reason)."""
+    from contextledger.explain import render_explanation
+
+    with fail_cleanly(as_json):
+        expl = state.ledger().explain(assembly, record_id=record, scope=_scope())
+    if as_json:
+        emit_json(expl)
+    else:
+        console.print(render_explanation(expl), soft_wrap=True, markup=False)
+
+
+@app.command("rehydrate")
+def rehydrate_cmd(
+    artifact: Annotated[str, typer.Argument(help="Artifact id.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Write the bytes to a file instead of stdout.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the exact raw bytes of an artifact, verified against its sha256."""
+    with fail_cleanly(as_json):
+        ledger = state.ledger()
+        data = ledger.rehydrate(artifact, scope=_scope())
+        art = ledger.store.get_artifact(_scope(), artifact)
+    if out is not None:
+        out.write_bytes(data)
+    if as_json:
+        emit_json({"artifact_id": art.id, "sha256": art.sha256, "size_bytes": art.size_bytes, "verified": True, "content_type": art.content_type,
+                   "text": data.decode("utf-8") if out is None and art.content_type.startswith(("text/", "application/json")) else None})
+    elif out is None:
+        sys.stdout.buffer.write(data)
+
+
+# -- demo -----------------------------------------------------------------------------------
+@app.command("demo")
+def demo_cmd(
+    budget: Annotated[int, typer.Option("--budget", help="Token budget.")] = 4000,
+    provider: Annotated[str, typer.Option("--provider", help="openai-chat | anthropic")] = "anthropic",
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the demo data directory.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import a bundled real transcript into a fresh data directory, assemble, explain."""
+    from contextledger.explain import render_explanation
+    from contextledger.ledger import Ledger
+
+    home = Path(state.home) / "demo" if state.home else Path(tempfile.mkdtemp(prefix="contextledger-demo-"))
+    if home.exists() and state.home:
+        shutil.rmtree(home)
+    with fail_cleanly(as_json):
+        src = resources.files("contextledger.data").joinpath("demo-session.jsonl")
+        with resources.as_file(src) as path:
+            ledger = Ledger.open(home=home)
+            with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console, disable=as_json, transient=True) as progress:
+                t = progress.add_task("importing the bundled Claude Code session", total=3)
+                imp = ledger.import_file(path)
+                progress.update(t, advance=1, description="assembling")
+                res = ledger.assemble(imp.conversation_id, provider=provider, budget_tokens=budget, trace=True)
+                progress.update(t, advance=1, description="explaining")
+                expl = ledger.explain(res.record.id)
+                progress.update(t, advance=1)
+            from contextledger.providers.registry import validate_payload
+
+            problems = validate_payload(provider, res.payload)
+            ledger.close()
+    if not keep and not state.home:
+        shutil.rmtree(home, ignore_errors=True)
+    if as_json:
+        emit_json({"import": imp.as_dict(), "assembly": res.as_dict(), "explanation": expl, "payload_problems": problems, "data_dir": str(home) if keep or state.home else None})
+        return
+    console.print(f"imported the bundled session: {imp.messages} messages, {imp.tool_calls} tool calls, {imp.artifacts} raw artifacts kept")
+    _print_assembly(res.as_dict())
+    console.print(f"provider payload valid: {'yes' if not problems else 'NO: ' + '; '.join(problems)}")
+    console.print()
+    console.print(render_explanation(expl), soft_wrap=True, markup=False)
+    if keep or state.home:
+        console.print(f"\ndata directory: {home}")
+    if problems:
+        raise typer.Exit(1)
+
+
+def _register_groups() -> None:
+    from contextledger.cli import policy_cmd
+
+    app.add_typer(policy_cmd.app, name="policy")
+
+
+_register_groups()
+
+
+def main() -> None:  # pragma: no cover - console entry
+    """Console entry point."""
+    try:
+        app()
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None

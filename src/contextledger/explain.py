@@ -1,0 +1,103 @@
+"""Explanations: why a record was included, shaped or omitted (seed 000 §4.4, §8 R10).
+
+Works from the stored ContextAssembly: its omission summary always, its per-record trace
+when the assembly was made with ``trace=True`` (or the policy keeps traces), and the
+PolicyDecision rows written with it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from contextledger.store.base import Scope
+
+if TYPE_CHECKING:
+    from contextledger.ledger import Ledger
+
+__all__ = ["explain_assembly", "render_explanation"]
+
+
+def explain_assembly(ledger: Ledger, scope: Scope, assembly_id: str, *, record_id: str | None = None) -> dict[str, Any]:
+    """A JSON-ready explanation of ``assembly_id``.
+
+    Returns ``{"assembly_id", "policy_version", "assembler_version", "summary":
+    {reason: count}, "branch_excluded", "selected": [...], "records": {record_id:
+    [decision, ...]}}``; with ``record_id`` only that record's decisions.
+
+    Raises:
+        NotFoundError: unknown assembly.
+    """
+    record, _payload = ledger.store.get_assembly(scope, assembly_id)
+    decisions = record.trace or []
+    stored = ledger.store.decisions(scope, assembly_id=assembly_id)
+    by_record: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in decisions:
+        by_record[str(d["record_id"])].append({k: v for k, v in d.items() if k != "record_id"})
+    for d in stored:
+        if d.record_id and not any(x.get("decision") == d.decision and x.get("reason") == d.reason for x in by_record.get(d.record_id, [])):
+            by_record[d.record_id].append({"family": d.family.value, "decision": d.decision, "reason": d.reason, **d.detail})
+    out: dict[str, Any] = {
+        "assembly_id": record.id,
+        "conversation_id": record.conversation_id,
+        "branch_id": record.branch_id,
+        "participant_id": record.participant_id,
+        "provider": record.provider,
+        "policy_version": record.policy_version,
+        "assembler_version": record.assembler_version,
+        "budget_tokens": record.budget_tokens,
+        "replay_tokens": record.replay_tokens,
+        "assembled_tokens": record.assembled_tokens,
+        "summary": dict(record.omitted),
+        "branch_excluded": record.branch_excluded,
+        "buckets": record.buckets,
+        "selected": list(record.selected_refs),
+        "trace_kept": record.trace is not None,
+    }
+    if record_id is not None:
+        out["record_id"] = record_id
+        out["selected_in_payload"] = record_id in record.selected_refs
+        out["decisions"] = by_record.get(record_id, [])
+    else:
+        out["records"] = dict(sorted(by_record.items()))
+    return out
+
+
+_REASON_TEXT = {
+    "out_of_lineage": "on a branch outside the active lineage",
+    "participant_private": "private to another participant",
+    "audit_only": "audit-only (not promoted to model context)",
+    "not_promoted": "memory not promoted",
+    "privacy_restricted": "privacy class forbids sending the raw payload",
+    "provider_restricted": "provider routing forbids this privacy class",
+    "stale": "stale and the policy omits stale records",
+    "superseded": "superseded by a newer memory",
+    "budget": "did not fit the token budget",
+    "retention_deleted": "payload deleted by retention",
+    "runtime_only": "runtime-only (progress, meta, thinking)",
+    "replaced_by_memory": "raw result replaced by its compact memory",
+    "low_confidence": "low-confidence evidence dropped first",
+    "other_participant_tools": "another participant's tool call, shown as narration",
+    "rehydration_refused": "raw rehydration refused",
+}
+
+
+def render_explanation(expl: dict[str, Any]) -> str:
+    """Human-readable lines for :func:`explain_assembly` output."""
+    lines = [
+        f"assembly {expl['assembly_id']} — policy {expl['policy_version']}, {expl['assembler_version']}",
+        f"provider {expl['provider']}, budget {expl['budget_tokens']:,} tokens: replay {expl['replay_tokens']:,} → assembled {expl['assembled_tokens']:,}",
+    ]
+    if expl.get("summary"):
+        lines.append("omitted or reshaped, by reason:")
+        for reason, n in sorted(expl["summary"].items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"  {n:6d}  {reason}: {_REASON_TEXT.get(reason, reason)}")
+    if expl.get("branch_excluded"):
+        lines.append(f"branch exclusions (apart from budget): {expl['branch_excluded']}")
+    if "decisions" in expl:
+        lines.append(f"record {expl['record_id']}: {'in the payload' if expl['selected_in_payload'] else 'not in the payload'}")
+        for d in expl["decisions"]:
+            lines.append(f"  - {d.get('family')}: {d.get('decision')} ({d.get('reason')}) {d.get('detail', '')}".rstrip())
+        if not expl["decisions"] and not expl["trace_kept"]:
+            lines.append("  (no per-record trace kept: assemble with --trace to record one)")
+    return "\n".join(lines)

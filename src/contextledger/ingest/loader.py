@@ -1,0 +1,338 @@
+"""Write a parsed :class:`ImportedTranscript` to the store in one transaction.
+
+* Tree transcripts (Claude Code): the path to the active leaf becomes the root branch;
+  every other child of a node starts a branch forked at that node (no copying).
+* Every tool call becomes a ToolCall; every result a ToolArtifact (raw bytes kept whole,
+  in the blob store above the inline threshold) with its derived ToolMemory.  Calls that
+  never got a result stay ``pending``.
+* Text-action observations (SWE-agent style) become a ToolCall + ToolArtifact for the
+  observation, linked to the assistant message that issued the action.
+* Imported text is untrusted: only a system message at the head of the transcript may
+  reach the system slot, and only with ``trust_system_prompt``.
+
+Re-importing the same bytes finds the existing conversation (content key) and writes
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from contextledger.errors import ImportFormatError
+from contextledger.ids import new_id
+from contextledger.records.enums import (
+    AuthorityLevel,
+    MessageKind,
+    Role,
+    RuntimeIsolationPolicy,
+    RuntimeKind,
+    Visibility,
+)
+from contextledger.records.models import Branch, Conversation, Message, Participant, ToolCall
+from contextledger.records.parts import ImagePart, Part, TextPart, ToolResultPart
+from contextledger.store.base import Scope
+from contextledger.store.blobs import sha256_key
+
+if TYPE_CHECKING:
+    from contextledger.ingest.transcript import ImportedMessage, ImportedTranscript
+    from contextledger.ledger import Ledger
+
+__all__ = ["ImportResult", "import_path", "load_transcript"]
+
+
+@dataclass(kw_only=True)
+class ImportResult:
+    """What one import created (or found).
+
+    Attributes:
+        created: ``False`` when the same content was imported before (nothing written).
+        notes: recorded handling of source faults.
+    """
+
+    conversation_id: str
+    path: str
+    format: str
+    created: bool
+    messages: int = 0
+    tool_calls: int = 0
+    artifacts: int = 0
+    pending_calls: int = 0
+    branches: int = 1
+    participants: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``contextledger import --json``)."""
+        return {
+            "conversation_id": self.conversation_id,
+            "path": self.path,
+            "format": self.format,
+            "created": self.created,
+            "messages": self.messages,
+            "tool_calls": self.tool_calls,
+            "artifacts": self.artifacts,
+            "pending_calls": self.pending_calls,
+            "branches": self.branches,
+            "participants": self.participants,
+            "notes": self.notes,
+        }
+
+
+def import_path(ledger: Ledger, path: Path, *, format: str, scope: Scope, trust_system_prompt: bool = True) -> ImportResult:
+    """Parse ``path`` with the importers and load it (see module docstring).
+
+    Raises:
+        ImportFormatError: unreadable or malformed file.
+    """
+    from contextledger.ingest.importers import parse_file
+
+    if not path.exists():
+        raise ImportFormatError(str(path), None, "no such file")
+    if path.is_dir():
+        raise ImportFormatError(str(path), None, "is a folder; give a transcript file")
+    transcript = parse_file(path, format)
+    return load_transcript(ledger, transcript, scope=scope, trust_system_prompt=trust_system_prompt)
+
+
+def _path_to(leaf: str | None, parent: dict[str, str | None]) -> list[str]:
+    path: list[str] = []
+    seen: set[str] = set()
+    while leaf is not None and leaf not in seen:
+        seen.add(leaf)
+        path.append(leaf)
+        leaf = parent.get(leaf)
+    return list(reversed(path))
+
+
+def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trust_system_prompt: bool = True) -> ImportResult:
+    """Write ``t`` in one transaction; on any error nothing is left behind.
+
+    Raises:
+        ImportFormatError: structural problems the parser let through (unknown parent).
+    """
+    from contextledger.ingest.recorder import Recorder, message_token_count
+    from contextledger.policy.pinning import pin_constraints_in
+
+    store = ledger.store
+    if t.content_key:
+        existing = store.find_conversation_by_content_key(scope, t.content_key)
+        if existing is not None:
+            return ImportResult(conversation_id=existing.id, path=t.path, format=t.format, created=False, notes=["already imported: same content key; nothing written"])
+
+    now = datetime.now(UTC)
+    keys = [m.key for m in t.messages]
+    index = {k: i for i, k in enumerate(keys)}
+    if len(index) != len(keys):
+        raise ImportFormatError(t.path, None, "duplicate message keys in parsed transcript")
+
+    # parent links: explicit for trees, list order otherwise
+    parent: dict[str, str | None] = {}
+    for i, m in enumerate(t.messages):
+        if t.tree:
+            if m.parent_key is not None and m.parent_key not in index:
+                raise ImportFormatError(t.path, m.source_ref or None, f"parent {m.parent_key!r} not found")
+            parent[m.key] = m.parent_key
+        else:
+            parent[m.key] = m.parent_key if m.parent_key is not None else (keys[i - 1] if i else None)
+
+    # branch assignment: active path first, then forks
+    children: dict[str | None, list[str]] = defaultdict(list)
+    for k in keys:
+        children[parent[k]].append(k)
+    active_leaf = t.active_leaf_key if t.tree and t.active_leaf_key in index else (keys[-1] if keys else None)
+    active_path = set(_path_to(active_leaf, parent))
+
+    conv_id = new_id("conv")
+    root_branch = Branch(id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv_id, name="main", created_at=now)
+    branch_of: dict[str, str] = {}
+    branches: list[Branch] = [root_branch]
+    seq_of = {k: i + 1 for i, k in enumerate(keys)}  # file order; forks come after their parent
+
+    def assign(node: str, branch_id: str) -> None:
+        # iterative DFS; the child on the active path (else the first) continues the branch
+        stack: list[tuple[str, str]] = [(node, branch_id)]
+        while stack:
+            k, b = stack.pop()
+            branch_of[k] = b
+            kids = children.get(k, [])
+            if not kids:
+                continue
+            cont = next((c for c in kids if c in active_path), kids[0])
+            for c in reversed(kids):
+                if c == cont:
+                    stack.append((c, b))
+                else:
+                    nb = Branch(
+                        id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv_id, parent_branch_id=b,
+                        fork_message_id=None, fork_seq=seq_of[k], name=f"fork at {k}", created_at=now,
+                    )
+                    branches.append(nb)
+                    stack.append((c, nb.id))
+
+    roots = children.get(None, [])
+    if roots:
+        main_root = next((r for r in roots if r in active_path), roots[0])
+        assign(main_root, root_branch.id)
+        for r in roots:
+            if r != main_root:
+                nb = Branch(id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv_id, parent_branch_id=None, name=f"root {r}", created_at=now)
+                branches.append(nb)
+                assign(r, nb.id)
+
+    # participants
+    parts_by_key: dict[str, Participant] = {}
+    for ip in t.participants or []:
+        parts_by_key[ip.key] = Participant(
+            id=new_id("part"), tenant_id=scope.tenant_id, conversation_id=conv_id, name=ip.key if ip.key != "main" else (ip.name or "main"),
+            provider=ip.provider, model=ip.model, runtime_kind=ip.runtime_kind,
+            isolation_policy=RuntimeIsolationPolicy.CHILD_AUDIT_ONLY if ip.runtime_kind == RuntimeKind.SUBAGENT_CHILD else RuntimeIsolationPolicy.PARTICIPANT,
+            created_at=now,
+        )
+    for ip in t.participants or []:
+        if ip.parent_key and ip.parent_key in parts_by_key:
+            parts_by_key[ip.key] = parts_by_key[ip.key].model_copy(update={"parent_participant_id": parts_by_key[ip.parent_key].id})
+    child_keys = {k for k, p in parts_by_key.items() if p.runtime_kind == RuntimeKind.SUBAGENT_CHILD}
+
+    conv = Conversation(
+        id=conv_id, tenant_id=scope.tenant_id, user_id=scope.user_id, title=t.title[:200], root_branch_id=root_branch.id,
+        active_branch_id=branch_of.get(active_leaf or "", root_branch.id), source=f"import:{t.format}", source_path=t.path,
+        content_key=t.content_key or None, metadata={"import_notes": list(t.notes), "tools": list(t.tools), **{k: v for k, v in t.metadata.items() if k != "skipped_raw_lines"}},
+        created_at=now,
+    )
+
+    # large payloads to the blob store first (content addressed; safe if we roll back)
+    blob_keys: dict[str, str | None] = {}
+    for m in t.messages:
+        for p in m.parts:
+            if isinstance(p, ToolResultPart) and p.text is not None:
+                blob_keys[f"{m.key}:{p.call_id}"] = ledger.put_blob_if_large(p.text.encode("utf-8"))
+        if m.kind == MessageKind.OBSERVATION:
+            text = "\n".join(p.text for p in m.parts if isinstance(p, TextPart))
+            blob_keys[f"{m.key}:obs"] = ledger.put_blob_if_large(text.encode("utf-8"))
+        for bkey, data in m.attachments.items():
+            if sha256_key(data) != bkey:
+                raise ImportFormatError(t.path, m.source_ref or None, f"attachment hash mismatch for {bkey}")
+            ledger.store.blobs.put(data)
+    for m in t.messages:
+        for p in m.parts:
+            if isinstance(p, ImagePart) and p.blob_key and p.blob_key not in m.attachments and not store.blobs.exists(p.blob_key):
+                raise ImportFormatError(t.path, m.source_ref or None, f"image {p.blob_key} has no bytes")
+
+    rec = Recorder(ledger, scope)
+    result = ImportResult(conversation_id=conv_id, path=t.path, format=t.format, created=True, notes=list(t.notes))
+    with store.writer(scope) as w:
+        if not w.add_conversation(conv, root_branch):
+            other = store.find_conversation_by_content_key(scope, t.content_key)
+            raise ImportFormatError(t.path, None, f"imported concurrently as {other.id if other else '?'}")
+        for b in branches[1:]:
+            w.add_branch(b)
+        for p in parts_by_key.values():
+            w.add_participant(p)
+        w.allocate_seq(conv_id, len(keys))
+        calls: dict[str, ToolCall] = {}
+        msg_ids: dict[str, str] = {}
+        last_action_msg: dict[str, Message] = {}
+        obs_n = 0
+        first_non_system = next((i for i, m in enumerate(t.messages) if m.role not in (Role.SYSTEM, Role.DEVELOPER)), len(t.messages))
+        for i, im in enumerate(t.messages):
+            participant = parts_by_key.get(im.participant_key)
+            pid = participant.id if participant else None
+            is_child = im.participant_key in child_keys
+            branch_id = branch_of.get(im.key, root_branch.id)
+            parts: list[Part] = list(im.parts)
+            authority = _authority(im, i, first_non_system, trust_system_prompt)
+            visibility = Visibility.AUDIT_ONLY if is_child else Visibility.BRANCH
+            msg = Message(
+                id=new_id("msg"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=branch_id, seq=seq_of[im.key],
+                parent_message_id=msg_ids.get(parent[im.key] or ""), role=im.role, kind=im.kind, parts=tuple(parts),
+                participant_id=pid, visibility=visibility, authority=authority,
+                runtime_kind=RuntimeKind.SUBAGENT_CHILD if is_child else RuntimeKind.CHAT, speaker_label=im.speaker_label,
+                source_ref=im.source_ref or None, token_count=message_token_count(parts),
+                metadata={**im.metadata, "untrusted": True, **({"model": im.model} if im.model else {})},
+                created_at=im.created_at or now,
+            )
+            msg_ids[im.key] = msg.id
+            if im.role is Role.TOOL:
+                results = [p for p in im.parts if isinstance(p, ToolResultPart)]
+                if len(results) != 1:
+                    raise ImportFormatError(t.path, im.source_ref or None, f"a tool message must hold exactly one result, found {len(results)}")
+                res = results[0]
+                call = calls.pop(res.call_id, None)
+                if call is None:
+                    raise ImportFormatError(t.path, im.source_ref or None, f"tool result for unknown call id {res.call_id!r}")
+                bkey = blob_keys.get(f"{im.key}:{res.call_id}")
+                art_id = new_id("art")
+                part = res.model_copy(update={"artifact_id": art_id, "text": None if bkey else res.text})
+                msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part]), "parent_message_id": msg.parent_message_id})
+                w.add_message(msg)
+                result.messages += 1
+                rec.write_result(
+                    w, conv, call, (res.text or "").encode("utf-8"), blob_key=bkey, is_error=res.is_error, result_message=msg,
+                    artifact_id=art_id, visibility=visibility if is_child else None, observed_at=im.created_at,
+                )
+                result.artifacts += 1
+                continue
+            if im.kind == MessageKind.OBSERVATION and im.role is Role.USER:
+                obs_n += 1
+                issuer = last_action_msg.pop(im.participant_key, None)
+                text = "\n".join(p.text for p in im.parts if isinstance(p, TextPart))
+                action = str(im.metadata.get("action") or (issuer.metadata.get("action") if issuer else "") or "")
+                tool_name = str(im.metadata.get("action_tool") or (issuer.metadata.get("action_tool") if issuer else None) or "action")
+                owner = issuer or msg
+                call = ToolCall(
+                    id=new_id("call"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=owner.branch_id,
+                    message_id=owner.id, seq=owner.seq, call_index=0, call_id=f"obs_{obs_n}",
+                    tool_name=_tool_name(tool_name), arguments_json=_json_args(action), participant_id=pid, created_at=msg.created_at,
+                )
+                bkey = blob_keys.get(f"{im.key}:obs")
+                art_id = new_id("art")
+                part = ToolResultPart(call_id=call.call_id, artifact_id=art_id, text=None if bkey else text)
+                msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part])})
+                w.add_message(msg)
+                w.add_tool_call(call)
+                rec.write_result(
+                    w, conv, call, text.encode("utf-8"), blob_key=bkey, result_message=msg, artifact_id=art_id,
+                    visibility=visibility if is_child else None, observed_at=im.created_at, action_text=action or None,
+                )
+                result.messages += 1
+                result.tool_calls += 1
+                result.artifacts += 1
+                continue
+            w.add_message(msg)
+            result.messages += 1
+            if im.role is Role.USER and not is_child:
+                pin_constraints_in(w, msg)
+            if im.role is Role.ASSISTANT:
+                new_calls = rec.add_calls(w, msg)
+                for c in new_calls:
+                    calls[c.call_id] = c
+                result.tool_calls += len(new_calls)
+                if im.metadata.get("action"):
+                    last_action_msg[im.participant_key] = msg
+        result.pending_calls = len(calls)
+        result.branches = len(branches)
+        result.participants = max(1, len(parts_by_key))
+    return result
+
+
+def _authority(im: ImportedMessage, i: int, first_non_system: int, trust_system_prompt: bool) -> AuthorityLevel:
+    if im.role in (Role.SYSTEM, Role.DEVELOPER):
+        return AuthorityLevel.SYSTEM if trust_system_prompt and i < first_non_system else AuthorityLevel.OLD_CONVERSATION
+    if im.role is Role.USER and im.kind == MessageKind.CHAT:
+        return AuthorityLevel.USER
+    return AuthorityLevel.OLD_CONVERSATION
+
+
+def _tool_name(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:64]
+    return cleaned or "action"
+
+
+def _json_args(action: str) -> str:
+    import json
+
+    return json.dumps({"action": action}, ensure_ascii=False) if action else "{}"

@@ -1,0 +1,682 @@
+"""The Recorder: record what an agent loop produces, as it produces it.
+
+Each public method is one transaction.  A tool result is recorded as: raw bytes to the
+blob store when above the inline threshold (content addressed, before anything else),
+then — in one database transaction — the ToolArtifact row (sha256, byte size, cached
+token count), the result Message, the ToolCall status change and the derived
+ToolMemory.  Nothing is truncated or summarised before the raw artifact exists
+(seed 000 §4.2).
+
+Example::
+
+    ledger = Ledger.open()
+    rec = ledger.recorder()
+    conv = rec.start_conversation(title="fix login", system_prompt="You are a coding agent.")
+    rec.record_message(conv.id, "user", "Login redirect fails; find the cause.")
+    msg, calls = rec.record_assistant(conv.id, text="Running the tests.",
+                                      tool_calls=[{"call_id": "c1", "tool_name": "Bash",
+                                                   "arguments": {"command": "pytest -q"}}])
+    rec.record_tool_result(conv.id, "c1", "1 failed, 12 passed ...", is_error=False)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from contextledger.errors import InputError, NotFoundError
+from contextledger.ids import new_id
+from contextledger.records.enums import (
+    AuthorityLevel,
+    MessageKind,
+    PrivacyClass,
+    PromotionPolicy,
+    Role,
+    RuntimeIsolationPolicy,
+    RuntimeKind,
+    ToolCallStatus,
+    Visibility,
+)
+from contextledger.records.models import (
+    Branch,
+    ContinuationCheckpoint,
+    Conversation,
+    Message,
+    ModelRun,
+    Participant,
+    PolicyDecision,
+    SkillState,
+    ToolArtifact,
+    ToolCall,
+    ToolMemory,
+)
+from contextledger.records.parts import Part, TextPart, ToolCallPart, ToolResultPart
+from contextledger.store.base import Scope
+from contextledger.store.blobs import sha256_key
+from contextledger.store.sql import Writer
+from contextledger.tokens import get_tokenizer
+
+if TYPE_CHECKING:
+    from contextledger.ledger import Ledger
+
+__all__ = ["Recorder", "ToolCallSpec", "message_token_count"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallSpec:
+    """A tool call to record: provider ``call_id``, ``tool_name`` and the arguments
+    (a mapping, serialised as compact JSON, or the exact argument text)."""
+
+    call_id: str
+    tool_name: str
+    arguments: Mapping[str, Any] | str = "{}"
+
+    @property
+    def arguments_json(self) -> str:
+        """The argument text as stored."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(dict(self.arguments), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def message_token_count(parts: Sequence[Part]) -> int:
+    """Cached o200k tokens of a message's own content (text, thinking, tool-call names,
+    ids and arguments, inline tool-result text) — per-message overhead excluded."""
+    tok = get_tokenizer()
+    total = 0
+    for p in parts:
+        if isinstance(p, TextPart):
+            total += tok.count(p.text)
+        elif isinstance(p, ToolCallPart):
+            total += tok.count(p.tool_name) + tok.count(p.arguments_json) + tok.count(p.call_id)
+        elif isinstance(p, ToolResultPart):
+            total += tok.count(p.call_id)
+    return total
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+MemoryDeriver = Callable[..., ToolMemory]
+
+
+class Recorder:
+    """Records messages, model runs, tool calls and tool results for one tenant scope.
+
+    Obtain one from :meth:`contextledger.ledger.Ledger.recorder`.  All methods raise
+    :class:`~contextledger.errors.NotFoundError` for unknown conversations, branches or
+    call ids, and :class:`~contextledger.errors.InputError` for invalid arguments.
+    """
+
+    def __init__(self, ledger: Ledger, scope: Scope) -> None:
+        self.ledger = ledger
+        self.store = ledger.store
+        self.scope = scope
+
+    # -- conversations, branches, participants -------------------------------------
+    def start_conversation(
+        self,
+        *,
+        title: str = "",
+        system_prompt: str | None = None,
+        user_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
+    ) -> Conversation:
+        """Create a conversation with its root branch (and a trusted system message).
+
+        ``system_prompt`` is the application's own instruction: it is recorded with
+        authority ``system`` and is the only text that reaches the system slot.
+        """
+        now = _now()
+        conv_id = new_id("conv")
+        branch = Branch(id=new_id("br"), tenant_id=self.scope.tenant_id, conversation_id=conv_id, name="main", runtime_kind=runtime_kind, created_at=now)
+        conv = Conversation(
+            id=conv_id,
+            tenant_id=self.scope.tenant_id,
+            user_id=user_id or self.scope.user_id,
+            title=title,
+            root_branch_id=branch.id,
+            active_branch_id=branch.id,
+            metadata=dict(metadata or {}),
+            created_at=now,
+        )
+        with self.store.writer(self.scope) as w:
+            w.add_conversation(conv, branch)
+            if system_prompt:
+                self._add_message(w, conv, branch.id, Role.SYSTEM, [TextPart(text=system_prompt)], authority=AuthorityLevel.SYSTEM)
+        return conv
+
+    def add_participant(
+        self,
+        conversation_id: str,
+        name: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        role_label: str | None = None,
+        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
+        parent_participant_id: str | None = None,
+        tool_names: Sequence[str] = (),
+        isolation_policy: RuntimeIsolationPolicy = RuntimeIsolationPolicy.PARTICIPANT,
+    ) -> Participant:
+        """Register a participant (model/persona, debate speaker, moderator, subagent)."""
+        self.store.get_conversation(self.scope, conversation_id)
+        p = Participant(
+            id=new_id("part"),
+            tenant_id=self.scope.tenant_id,
+            conversation_id=conversation_id,
+            name=name,
+            provider=provider,
+            model=model,
+            role_label=role_label,
+            runtime_kind=runtime_kind,
+            parent_participant_id=parent_participant_id,
+            isolation_policy=isolation_policy,
+            tool_names=tuple(sorted(tool_names)),
+            created_at=_now(),
+        )
+        with self.store.writer(self.scope) as w:
+            w.add_participant(p)
+        return p
+
+    def fork(self, conversation_id: str, at_message_id: str, *, name: str = "", runtime_kind: RuntimeKind = RuntimeKind.CHAT, activate: bool = True) -> Branch:
+        """Create a branch that inherits history up to and including ``at_message_id``
+        (no copying: a lineage pointer and a fork sequence number, seed 000 §4.10)."""
+        conv = self.store.get_conversation(self.scope, conversation_id)
+        msgs = self.store.messages(self.scope, conversation_id, ids=[at_message_id])
+        if not msgs:
+            raise NotFoundError("message", at_message_id)
+        at = msgs[0]
+        branch = Branch(
+            id=new_id("br"),
+            tenant_id=self.scope.tenant_id,
+            conversation_id=conversation_id,
+            parent_branch_id=at.branch_id,
+            fork_message_id=at.id,
+            fork_seq=at.seq,
+            name=name,
+            runtime_kind=runtime_kind,
+            created_at=_now(),
+        )
+        with self.store.writer(self.scope) as w:
+            w.add_branch(branch)
+            if activate:
+                w.update_conversation(conv.model_copy(update={"active_branch_id": branch.id}))
+        return branch
+
+    def regenerate(self, conversation_id: str, message_id: str) -> Branch:
+        """Start a sibling branch for a new answer to the turn before ``message_id``.
+
+        The new branch forks at the message preceding ``message_id`` on its path, so the
+        old answer stays on its branch and never enters the new one's context.
+        """
+        msgs = self.store.messages(self.scope, conversation_id, ids=[message_id])
+        if not msgs:
+            raise NotFoundError("message", message_id)
+        if msgs[0].parent_message_id is None:
+            raise InputError(f"message {message_id} has no predecessor to regenerate from")
+        return self.fork(conversation_id, msgs[0].parent_message_id, name=f"regenerate {message_id}")
+
+    def branch_send(self, conversation_id: str, parent_message_id: str, text: str, *, participant_id: str | None = None) -> tuple[Branch, Message]:
+        """Send ``text`` on a new branch under the explicit ``parent_message_id``
+        (seed 000 §4.13 branch send): the branch inherits only that lineage."""
+        branch = self.fork(conversation_id, parent_message_id, name="branch send", runtime_kind=RuntimeKind.BRANCH_SEND)
+        msg = self.record_message(conversation_id, Role.USER, text, branch_id=branch.id, participant_id=participant_id, runtime_kind=RuntimeKind.BRANCH_SEND)
+        return branch, msg
+
+    # -- messages ----------------------------------------------------------------------
+    def _branch_of(self, conv: Conversation, branch_id: str | None) -> str:
+        return branch_id or conv.active_branch_id
+
+    def _head(self, w: Writer, conv_id: str, branch_id: str) -> Message | None:
+        segs = self.store.lineage(self.scope, branch_id, conn=w.conn)
+        last = self.store.messages(self.scope, conv_id, segs, last=1, conn=w.conn)
+        return last[0] if last else None
+
+    def _add_message(
+        self,
+        w: Writer,
+        conv: Conversation,
+        branch_id: str,
+        role: Role,
+        parts: Sequence[Part],
+        *,
+        kind: MessageKind = MessageKind.CHAT,
+        participant_id: str | None = None,
+        model_run_id: str | None = None,
+        visibility: Visibility = Visibility.BRANCH,
+        privacy_class: PrivacyClass = PrivacyClass.INTERNAL,
+        authority: AuthorityLevel | None = None,
+        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
+        speaker_label: str | None = None,
+        content_key: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        seq: int | None = None,
+        parent_message_id: str | None = None,
+        created_at: datetime | None = None,
+        source_ref: str | None = None,
+    ) -> Message:
+        if seq is None:
+            head = self._head(w, conv.id, branch_id)
+            parent_message_id = head.id if head else None
+            seq = w.allocate_seq(conv.id)
+        if authority is None:
+            authority = {Role.SYSTEM: AuthorityLevel.SYSTEM, Role.DEVELOPER: AuthorityLevel.SYSTEM, Role.USER: AuthorityLevel.USER}.get(role, AuthorityLevel.OLD_CONVERSATION)
+        msg = Message(
+            id=new_id("msg"),
+            tenant_id=self.scope.tenant_id,
+            conversation_id=conv.id,
+            branch_id=branch_id,
+            seq=seq,
+            parent_message_id=parent_message_id,
+            role=role,
+            kind=kind,
+            parts=tuple(parts),
+            participant_id=participant_id,
+            model_run_id=model_run_id,
+            visibility=visibility,
+            privacy_class=privacy_class,
+            authority=authority,
+            runtime_kind=runtime_kind,
+            speaker_label=speaker_label,
+            content_key=content_key,
+            source_ref=source_ref,
+            token_count=message_token_count(parts),
+            metadata=dict(metadata or {}),
+            created_at=created_at or _now(),
+        )
+        w.add_message(msg)
+        return msg
+
+    def record_message(
+        self,
+        conversation_id: str,
+        role: Role | str,
+        content: str | Sequence[Part],
+        *,
+        branch_id: str | None = None,
+        participant_id: str | None = None,
+        kind: MessageKind = MessageKind.CHAT,
+        visibility: Visibility = Visibility.BRANCH,
+        privacy_class: PrivacyClass = PrivacyClass.INTERNAL,
+        speaker_label: str | None = None,
+        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
+        content_key: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Message:
+        """Append a message to a branch (default: the conversation's active branch).
+
+        ``content`` is plain text or typed parts.  A ``content_key`` makes the call
+        idempotent: recording the same key twice returns the first message.
+
+        Raises:
+            InputError: a system message from this method (use ``start_conversation``)
+                with tool parts, or an unknown role.
+        """
+        role = Role(role)
+        parts: list[Part] = [TextPart(text=content)] if isinstance(content, str) else list(content)
+        if any(isinstance(p, (ToolCallPart, ToolResultPart)) for p in parts):
+            raise InputError("record tool calls with record_assistant and results with record_tool_result")
+        conv = self.store.get_conversation(self.scope, conversation_id)
+        if content_key is not None:
+            existing = self._by_content_key(conversation_id, content_key)
+            if existing is not None:
+                return existing
+        with self.store.writer(self.scope) as w:
+            msg = self._add_message(
+                w, conv, self._branch_of(conv, branch_id), role, parts, kind=kind, participant_id=participant_id,
+                visibility=visibility, privacy_class=privacy_class, speaker_label=speaker_label, runtime_kind=runtime_kind,
+                content_key=content_key, metadata=metadata,
+            )
+        self._pin_user_constraints(msg)
+        return msg
+
+    def _by_content_key(self, conversation_id: str, content_key: str) -> Message | None:
+        import sqlalchemy as sa
+
+        from contextledger.store import schema as S
+
+        t = S.messages
+        rows = self.store._rows(
+            sa.select(t.c.body).where(t.c.tenant_id == self.scope.tenant_id, t.c.conversation_id == conversation_id, t.c.content_key == content_key),
+            Message,
+        )
+        return rows[0] if rows else None
+
+    def _pin_user_constraints(self, msg: Message) -> None:
+        if msg.role is not Role.USER:
+            return
+        self.ledger.pin_constraints_from(self.scope, msg)
+
+    def start_model_run(
+        self,
+        conversation_id: str,
+        *,
+        participant_id: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        branch_id: str | None = None,
+        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
+        assembly_id: str | None = None,
+        job_id: str | None = None,
+    ) -> ModelRun:
+        """Record the start of one provider-facing generation attempt."""
+        conv = self.store.get_conversation(self.scope, conversation_id)
+        run = ModelRun(
+            id=new_id("run"),
+            tenant_id=self.scope.tenant_id,
+            conversation_id=conversation_id,
+            branch_id=self._branch_of(conv, branch_id),
+            participant_id=participant_id,
+            provider=provider,
+            model=model,
+            runtime_kind=runtime_kind,
+            assembly_id=assembly_id,
+            job_id=job_id,
+            status="running",
+            started_at=_now(),
+        )
+        with self.store.writer(self.scope) as w:
+            w.add_model_run(run)
+        return run
+
+    def record_assistant(
+        self,
+        conversation_id: str,
+        *,
+        text: str = "",
+        tool_calls: Sequence[ToolCallSpec | Mapping[str, Any]] = (),
+        branch_id: str | None = None,
+        participant_id: str | None = None,
+        model_run_id: str | None = None,
+        speaker_label: str | None = None,
+        visibility: Visibility = Visibility.BRANCH,
+        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
+    ) -> tuple[Message, list[ToolCall]]:
+        """Record an assistant turn and the tool calls it requested (status pending).
+
+        Re-recording a provider ``call_id`` already recorded in the conversation is
+        idempotent: the existing call is returned and nothing is duplicated.
+
+        Raises:
+            InputError: a turn with neither text nor tool calls, or duplicate call ids in it.
+        """
+        specs = [s if isinstance(s, ToolCallSpec) else ToolCallSpec(**dict(s)) for s in tool_calls]
+        if not text and not specs:
+            raise InputError("an assistant turn needs text or tool calls")
+        ids = [s.call_id for s in specs]
+        if len(set(ids)) != len(ids):
+            raise InputError(f"duplicate call ids in one turn: {ids}")
+        existing = self.store.tool_calls(self.scope, conversation_id, call_ids=ids) if ids else []
+        if existing and len(existing) == len(ids):
+            msgs = self.store.messages(self.scope, conversation_id, ids=[existing[0].message_id])
+            return msgs[0], existing
+        if existing:
+            raise InputError(f"call ids already recorded in another turn: {[c.call_id for c in existing]}")
+        conv = self.store.get_conversation(self.scope, conversation_id)
+        parts: list[Part] = []
+        if text:
+            parts.append(TextPart(text=text))
+        parts.extend(ToolCallPart(call_id=s.call_id, tool_name=s.tool_name, arguments_json=s.arguments_json) for s in specs)
+        with self.store.writer(self.scope) as w:
+            msg = self._add_message(
+                w, conv, self._branch_of(conv, branch_id), Role.ASSISTANT, parts, participant_id=participant_id,
+                model_run_id=model_run_id, speaker_label=speaker_label, visibility=visibility, runtime_kind=runtime_kind,
+            )
+            calls = self.add_calls(w, msg)
+        return msg, calls
+
+    def add_calls(self, w: Writer, msg: Message) -> list[ToolCall]:
+        """Insert a ToolCall row (pending) for every ToolCallPart of ``msg``."""
+        calls = []
+        index = 0
+        for p in msg.parts:
+            if not isinstance(p, ToolCallPart):
+                continue
+            call = ToolCall(
+                id=new_id("call"),
+                tenant_id=msg.tenant_id,
+                conversation_id=msg.conversation_id,
+                branch_id=msg.branch_id,
+                message_id=msg.id,
+                seq=msg.seq,
+                call_index=index,
+                call_id=p.call_id,
+                tool_name=p.tool_name,
+                arguments_json=p.arguments_json,
+                participant_id=msg.participant_id,
+                model_run_id=msg.model_run_id,
+                created_at=msg.created_at,
+            )
+            index += 1
+            w.add_tool_call(call)
+            calls.append(call)
+        return calls
+
+    # -- tool results ------------------------------------------------------------------
+    def record_tool_result(
+        self,
+        conversation_id: str,
+        call_id: str,
+        result: str | bytes,
+        *,
+        is_error: bool = False,
+        error_type: str | None = None,
+        content_type: str | None = None,
+        privacy_class: PrivacyClass = PrivacyClass.INTERNAL,
+        visibility: Visibility | None = None,
+        shared_with_participants: Sequence[str] = (),
+        skill_profile: str | None = None,
+        provider_metadata: Mapping[str, Any] | None = None,
+        observed_at: datetime | None = None,
+    ) -> tuple[Message, ToolArtifact, ToolMemory]:
+        """Record the raw result of ``call_id`` and derive its memory, atomically.
+
+        Args:
+            result: the complete raw result (text, or bytes for binary payloads).
+            visibility: default ``branch``; ``participant_private`` keeps it to the
+                calling participant (seed 000 §4.9).
+
+        Raises:
+            NotFoundError: ``call_id`` was never recorded in this conversation.
+            InputError: the call already has a result (idempotent re-recording of the
+                same bytes returns the existing records instead).
+        """
+        conv = self.store.get_conversation(self.scope, conversation_id)
+        call = self.store.get_tool_call(self.scope, conversation_id, call_id)
+        raw = result if isinstance(result, bytes) else result.encode("utf-8")
+        if call.status not in (ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL):
+            arts = self.store.artifacts(self.scope, conversation_id, call_ids=[call_id])
+            if arts and arts[0].sha256 == sha256_key(raw):
+                mems = [m for m in self.store.memories(self.scope, conversation_id, segments=None) if arts[0].id in m.source_artifact_ids]
+                msgs = self.store.messages(self.scope, conversation_id, ids=[arts[0].message_id or ""])
+                return msgs[0], arts[0], mems[0]
+            raise InputError(f"tool call {call_id} already has a result ({call.status.value})")
+        blob_key = self.ledger.put_blob_if_large(raw)
+        with self.store.writer(self.scope) as w:
+            msg, art, mem = self.write_result(
+                w, conv, call, raw, blob_key=blob_key, is_error=is_error, error_type=error_type, content_type=content_type,
+                privacy_class=privacy_class, visibility=visibility, shared_with=shared_with_participants,
+                skill_profile=skill_profile, provider_metadata=provider_metadata, observed_at=observed_at,
+            )
+        return msg, art, mem
+
+    def write_result(
+        self,
+        w: Writer,
+        conv: Conversation,
+        call: ToolCall,
+        raw: bytes,
+        *,
+        blob_key: str | None,
+        is_error: bool = False,
+        error_type: str | None = None,
+        content_type: str | None = None,
+        privacy_class: PrivacyClass = PrivacyClass.INTERNAL,
+        visibility: Visibility | None = None,
+        shared_with: Sequence[str] = (),
+        skill_profile: str | None = None,
+        provider_metadata: Mapping[str, Any] | None = None,
+        observed_at: datetime | None = None,
+        result_message: Message | None = None,
+        images: Sequence[Any] = (),
+        action_text: str | None = None,
+        status: ToolCallStatus | None = None,
+        artifact_id: str | None = None,
+    ) -> tuple[Message, ToolArtifact, ToolMemory]:
+        """Within ``w``'s transaction: artifact row, result message (unless given),
+        call status, memory.  ``blob_key`` must already hold ``raw`` when not ``None``."""
+        now = _now()
+        text: str | None
+        try:
+            text = raw.decode("utf-8")
+            ctype = content_type or "text/plain"
+        except UnicodeDecodeError:
+            text = None
+            ctype = content_type or "application/octet-stream"
+        inline = text if blob_key is None else None
+        new_status = status or (ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED)
+        seq = result_message.seq if result_message is not None else w.allocate_seq(conv.id)
+        child = call.participant_id is not None and self.ledger.is_child_participant(self.scope, conv.id, call.participant_id)
+        vis = visibility or (Visibility.AUDIT_ONLY if child else Visibility.BRANCH)
+        art = ToolArtifact(
+            id=artifact_id or new_id("art"),
+            tenant_id=self.scope.tenant_id,
+            conversation_id=conv.id,
+            branch_id=call.branch_id,
+            tool_call_id=call.id,
+            call_id=call.call_id,
+            tool_name=call.tool_name,
+            arguments_json=call.arguments_json,
+            status=new_status,
+            is_error=is_error,
+            error_type=error_type,
+            content_type=ctype,
+            inline_text=inline,
+            blob_key=blob_key,
+            sha256=sha256_key(raw),
+            size_bytes=len(raw),
+            result_tokens=get_tokenizer().count(text) if text is not None else 0,
+            seq=seq,
+            owner_participant_id=call.participant_id,
+            owner_model_run_id=call.model_run_id,
+            visibility_scope=vis,
+            shared_with_participants=tuple(sorted(shared_with)),
+            runtime_kind=RuntimeKind.SUBAGENT_CHILD if child else RuntimeKind.CHAT,
+            runtime_isolation_policy=RuntimeIsolationPolicy.CHILD_AUDIT_ONLY if child else RuntimeIsolationPolicy.PARTICIPANT,
+            privacy_class=privacy_class,
+            skill_profile=skill_profile,
+            provider_metadata=dict(provider_metadata or {}),
+            observed_at=observed_at or now,
+            created_at=now,
+        )
+        if result_message is None:
+            part = ToolResultPart(call_id=call.call_id, artifact_id=art.id, text=inline, is_error=is_error, images=tuple(images))
+            msg = self._add_message(
+                w, conv, call.branch_id, Role.TOOL, [part], participant_id=call.participant_id,
+                model_run_id=call.model_run_id, visibility=vis, privacy_class=privacy_class, seq=seq,
+                parent_message_id=call.message_id, created_at=observed_at,
+            )
+        else:
+            msg = result_message
+        art = art.model_copy(update={"message_id": msg.id})
+        w.add_artifact(art)
+        w.update_tool_call(call.model_copy(update={"status": new_status, "result_message_id": msg.id, "resolved_at": now}))
+        mem = self.ledger.derive_memory(art, text if text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text)
+        if child:
+            mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": Visibility.AUDIT_ONLY})
+        w.add_memory(mem)
+        self.ledger.link_new_memory(w, self.scope, mem)
+        return msg, art, mem
+
+    def set_awaiting_approval(self, conversation_id: str, call_id: str) -> ToolCall:
+        """Mark a pending call as awaiting human approval (still unresolved)."""
+        call = self.store.get_tool_call(self.scope, conversation_id, call_id)
+        if not call.status.unresolved:
+            raise InputError(f"tool call {call_id} is already resolved ({call.status.value})")
+        updated = call.model_copy(update={"status": ToolCallStatus.AWAITING_APPROVAL})
+        with self.store.writer(self.scope) as w:
+            w.update_tool_call(updated)
+        return updated
+
+    def mark_abandoned(self, conversation_id: str, call_id: str, reason: str) -> tuple[Message, ToolArtifact, ToolMemory]:
+        """Close a call whose result will never come (crash, cancel): writes an explicit
+        error result and the ``abandoned`` status in one transaction.
+
+        Raises:
+            InputError: the call is already resolved.
+        """
+        conv = self.store.get_conversation(self.scope, conversation_id)
+        call = self.store.get_tool_call(self.scope, conversation_id, call_id)
+        if not call.status.unresolved:
+            raise InputError(f"tool call {call_id} is already resolved ({call.status.value})")
+        raw = f"[abandoned] no result will arrive for this call: {reason}".encode()
+        with self.store.writer(self.scope) as w:
+            return self.write_result(w, conv, call, raw, blob_key=None, is_error=True, error_type="Abandoned", status=ToolCallStatus.ABANDONED)
+
+    # -- runtime state -----------------------------------------------------------------
+    def record_skill_state(
+        self,
+        conversation_id: str,
+        *,
+        loaded_skills: Sequence[str] = (),
+        active_profile: str | None = None,
+        usable_tools: Sequence[str] = (),
+        integration_state: Mapping[str, Any] | None = None,
+        participant_id: str | None = None,
+        branch_id: str | None = None,
+        visibility: Visibility = Visibility.BRANCH,
+    ) -> SkillState:
+        """Record the skills, profile and usable tools visible to a run."""
+        conv = self.store.get_conversation(self.scope, conversation_id)
+        with self.store.writer(self.scope) as w:
+            s = SkillState(
+                id=new_id("skill"),
+                tenant_id=self.scope.tenant_id,
+                conversation_id=conversation_id,
+                branch_id=self._branch_of(conv, branch_id),
+                seq=w.allocate_seq(conversation_id),
+                participant_id=participant_id,
+                loaded_skills=tuple(loaded_skills),
+                active_profile=active_profile,
+                usable_tools=tuple(sorted(usable_tools)),
+                integration_state=dict(integration_state or {}),
+                visibility_scope=visibility,
+                created_at=_now(),
+            )
+            w.add_skill_state(s)
+        return s
+
+    def record_checkpoint(self, conversation_id: str, **fields: Any) -> ContinuationCheckpoint:
+        """Record a ContinuationCheckpoint (pending calls, subagent batch, retry contract).
+
+        ``fields`` are ContinuationCheckpoint fields (``pending_call_ids``,
+        ``subagent_batch_id``, ``retry_contract`` …); ``branch_id`` defaults to the active
+        branch.
+        """
+        conv = self.store.get_conversation(self.scope, conversation_id)
+        branch_id = fields.pop("branch_id", None) or conv.active_branch_id
+        with self.store.writer(self.scope) as w:
+            c = ContinuationCheckpoint(
+                id=new_id("ckpt"),
+                tenant_id=self.scope.tenant_id,
+                conversation_id=conversation_id,
+                branch_id=branch_id,
+                seq=w.allocate_seq(conversation_id),
+                created_at=_now(),
+                **fields,
+            )
+            w.add_checkpoint(c)
+        return c
+
+    def record_decision(self, conversation_id: str, **fields: Any) -> PolicyDecision:
+        """Record a PolicyDecision outside an assembly (e.g. a promotion)."""
+        d = PolicyDecision(id=new_id("dec"), tenant_id=self.scope.tenant_id, conversation_id=conversation_id, created_at=_now(), **fields)
+        with self.store.writer(self.scope) as w:
+            w.add_decision(d)
+        return d

@@ -1,0 +1,201 @@
+"""``Ledger``: the one object an application holds.
+
+It owns the store (SQL + blobs), hands out recorders, imports transcripts, assembles
+requests and explains them::
+
+    from contextledger import Ledger
+    ledger = Ledger.open()                       # ~/.contextledger (SQLite + blobs)
+    result = ledger.import_file("session.jsonl")
+    assembly = ledger.assemble(result.conversation_id, provider="anthropic", budget_tokens=4000)
+    print(assembly.record.replay_tokens, assembly.record.assembled_tokens)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from contextledger.config import LedgerConfig, resolve_config
+from contextledger.records.enums import RuntimeKind
+from contextledger.records.models import Message, ToolArtifact, ToolMemory
+from contextledger.store.base import Scope
+from contextledger.store.blobs import LocalBlobStore
+from contextledger.store.sql import SqlStore, Writer
+
+if TYPE_CHECKING:
+    from contextledger.assembly.assembler import AssemblyResult
+    from contextledger.ingest.loader import ImportResult
+    from contextledger.ingest.recorder import Recorder
+    from contextledger.policy.model import Policy
+
+__all__ = ["DEFAULT_TENANT", "Ledger"]
+
+DEFAULT_TENANT = "default"
+"""Tenant used by the CLI and by ``Ledger.recorder()`` when none is given."""
+
+
+class Ledger:
+    """Facade over a store: recording, importing, assembling, explaining.
+
+    Args:
+        store: an opened :class:`~contextledger.store.sql.SqlStore`.
+        policy: the policy used when ``assemble`` is given none (default: bundled).
+    """
+
+    def __init__(self, store: SqlStore, *, policy: Policy | None = None) -> None:
+        self.store = store
+        self._policy = policy
+
+    @classmethod
+    def open(cls, db: str | None = None, *, home: str | Path | None = None, blobs: str | Path | None = None, policy: Policy | None = None) -> Ledger:
+        """Open (creating and migrating if needed) the ledger at ``db`` / ``home``.
+
+        See :func:`contextledger.config.resolve_config` for how locations resolve.
+
+        Raises:
+            BackendError: the database cannot be opened.
+        """
+        cfg: LedgerConfig = resolve_config(db, home, blobs)
+        store = SqlStore(cfg.db_url, LocalBlobStore(cfg.blob_root), inline_threshold_bytes=cfg.inline_threshold_bytes)
+        return cls(store, policy=policy)
+
+    def close(self) -> None:
+        """Release database connections."""
+        self.store.close()
+
+    @property
+    def policy(self) -> Policy:
+        """The default policy of this ledger."""
+        if self._policy is None:
+            from contextledger.policy.loader import default_policy
+
+            self._policy = default_policy()
+        return self._policy
+
+    def scope(self, tenant_id: str = DEFAULT_TENANT, *, user_id: str | None = None, agent_id: str | None = None) -> Scope:
+        """A :class:`Scope` for ``tenant_id``."""
+        return Scope(tenant_id=tenant_id, user_id=user_id, agent_id=agent_id)
+
+    def recorder(self, scope: Scope | None = None) -> Recorder:
+        """A :class:`~contextledger.ingest.recorder.Recorder` for ``scope`` (default tenant)."""
+        from contextledger.ingest.recorder import Recorder
+
+        return Recorder(self, scope or self.scope())
+
+    # -- hooks used by the recorder ------------------------------------------------------
+    def put_blob_if_large(self, raw: bytes) -> str | None:
+        """Store ``raw`` in the blob store when it exceeds the inline threshold; return
+        its key, else ``None`` (the payload stays inline in the artifact row)."""
+        if len(raw) > self.store.inline_threshold_bytes:
+            return self.store.blobs.put(raw)
+        return None
+
+    def derive_memory(self, artifact: ToolArtifact, raw_text: str, *, action_text: str | None = None) -> ToolMemory:
+        """Derive the ToolMemory of an artifact with the default extractor registry."""
+        from contextledger.memory.derive import derive_memory
+
+        return derive_memory(artifact, raw_text, action_text=action_text)
+
+    def link_new_memory(self, w: Writer, scope: Scope, memory: ToolMemory) -> None:
+        """Link a new memory to earlier ones about the same subject (file staleness,
+        supersession) inside the writer's transaction."""
+        from contextledger.memory.linking import link_on_write
+
+        link_on_write(self.store, w, scope, memory)
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - bounded, per ledger instance
+    def _participant_kinds(self, tenant_id: str, conversation_id: str, participant_id: str) -> RuntimeKind | None:
+        for p in self.store.participants(Scope(tenant_id=tenant_id), conversation_id):
+            if p.id == participant_id:
+                return p.runtime_kind
+        return None
+
+    def is_child_participant(self, scope: Scope, conversation_id: str, participant_id: str) -> bool:
+        """Whether ``participant_id`` is a child subagent (its artifacts are audit-only)."""
+        return self._participant_kinds(scope.tenant_id, conversation_id, participant_id) == RuntimeKind.SUBAGENT_CHILD
+
+    def pin_constraints_from(self, scope: Scope, message: Message) -> int:
+        """Pin the user constraints stated in ``message`` ("never …", "do not …") as rule
+        records linked to it; returns how many were pinned."""
+        from contextledger.policy.pinning import pin_user_constraints
+
+        return pin_user_constraints(self.store, scope, message)
+
+    # -- import, assemble, explain -------------------------------------------------------
+    def import_file(self, path: str | Path, *, format: str = "auto", scope: Scope | None = None, trust_system_prompt: bool = True) -> ImportResult:
+        """Parse and load one transcript file (one transaction; idempotent by content).
+
+        Raises:
+            ImportFormatError: the file is malformed (names file, line/record, reason).
+        """
+        from contextledger.ingest.loader import import_path
+
+        return import_path(self, Path(path), format=format, scope=scope or self.scope(), trust_system_prompt=trust_system_prompt)
+
+    def assemble(
+        self,
+        conversation_id: str,
+        *,
+        branch_id: str | None = None,
+        participant_id: str | None = None,
+        provider: str = "openai-chat",
+        budget_tokens: int | None = None,
+        now: datetime | None = None,
+        policy: Policy | None = None,
+        trace: bool = False,
+        runtime_kind: RuntimeKind | None = None,
+        scope: Scope | None = None,
+        persist: bool = True,
+        replay: str = "exact",
+    ) -> AssemblyResult:
+        """Assemble the context of the next model request and record it.
+
+        Args:
+            budget_tokens: token budget (o200k tokens, payload overhead included);
+                default from the policy.
+            now: the evaluation time (freshness); default: the current time.  Pass it to
+                make an assembly reproducible.
+            trace: keep the full per-record decision trace on the record.
+            replay: ``"exact"`` counts the naive full-transcript request exactly;
+                ``"estimate"`` uses cached per-record counts (for very long histories).
+
+        Raises:
+            NotFoundError: unknown conversation, branch or participant.
+        """
+        from contextledger.assembly.assembler import Assembler
+
+        return Assembler(self, policy or self.policy).assemble(
+            scope or self.scope(),
+            conversation_id,
+            branch_id=branch_id,
+            participant_id=participant_id,
+            provider=provider,
+            budget_tokens=budget_tokens,
+            now=now,
+            trace=trace,
+            runtime_kind=runtime_kind,
+            persist=persist,
+            replay=replay,
+        )
+
+    def rehydrate(self, artifact_id: str, *, scope: Scope | None = None) -> bytes:
+        """The exact raw bytes of an artifact, verified against its sha256.
+
+        Raises:
+            NotFoundError / IntegrityError.
+        """
+        return self.store.read_artifact_bytes(scope or self.scope(), artifact_id)
+
+    def explain(self, assembly_id: str, *, record_id: str | None = None, scope: Scope | None = None) -> dict[str, Any]:
+        """Why each record was included, shaped or omitted in an assembly."""
+        from contextledger.explain import explain_assembly
+
+        return explain_assembly(self, scope or self.scope(), assembly_id, record_id=record_id)
+
+    def participants_named(self, scope: Scope, conversation_id: str, names: Sequence[str]) -> list[str]:
+        """Ids of the participants whose name or id is in ``names``."""
+        wanted = set(names)
+        return [p.id for p in self.store.participants(scope, conversation_id) if p.name in wanted or p.id in wanted]
