@@ -229,6 +229,7 @@ def test_last_n_leaves_a_window_that_opens_on_a_tool_result() -> None:
     out = LastNStrategy(n=5).reduce(replay, budget_tokens=BUDGET, count_tokens=count_tokens)
     assert kept(out, replay) == [9, 10, 11, 12, 13]
     assert pairing(out) == (set(), {"c4"})
+    assert LastNStrategy(n=50).reduce(replay, budget_tokens=5, count_tokens=count_tokens) == replay
     # nothing fits: system blocks only
     assert LastNStrategy().reduce(replay, budget_tokens=5, count_tokens=count_tokens).messages == ()
 

@@ -3,8 +3,8 @@
 Each strategy reduces a whole transcript to what a naive or framework-based agent would
 send for the next model call under the same token budget, running the real peer libraries
 offline (LangChain, autogen-core, OpenAI Agents SDK) or, for Anthropic's server-side edit,
-a local re-implementation.  contextledger's own assembler is not listed here; the
-benchmark harness adds it.
+a local re-implementation (seed 000 § 6 prior art, measured as in § 9.1).
+contextledger's own assembler is not listed here; the benchmark harness adds it.
 """
 
 from __future__ import annotations

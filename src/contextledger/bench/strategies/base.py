@@ -3,7 +3,8 @@
 A *strategy* reduces a whole transcript (a :class:`~contextledger.providers.base.NeutralRequest`
 holding every message so far) to what a naive or framework-based agent would send for the
 next model call under a token budget.  The benchmark compares these peers with the
-assembler of seed 000 (§ "context assembly") side by side.
+assembler side by side: seed 000 § 9.1/§ 9.4 measure assembled context against the legacy
+transcript replay; these strategies extend that comparison to the prior art of § 6.
 
 Two kinds of token counts appear:
 

@@ -19,10 +19,16 @@ __all__ = ["LastNStrategy", "last_n_window"]
 
 
 def last_n_window(replay: NeutralRequest, n: int) -> NeutralRequest:
-    """``replay`` with only its last ``n`` messages (``n >= 0``; system and tools kept)."""
+    """``replay`` with only its last ``n`` messages (system and tools kept).
+
+    ``n`` larger than the transcript keeps every message.
+
+    Raises:
+        ValueError: ``n < 0``.
+    """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    kept = replay.messages[len(replay.messages) - n :] if n else ()
+    kept = replay.messages[max(0, len(replay.messages) - n) :] if n else ()
     return NeutralRequest(system=replay.system, messages=kept, tools=replay.tools)
 
 
@@ -46,7 +52,7 @@ class LastNStrategy:
     ) -> NeutralRequest:
         """System + the last N messages, N maximal under ``budget_tokens`` (tokens)."""
         if self.n is not None:
-            return last_n_window(replay, min(self.n, len(replay.messages)))
+            return last_n_window(replay, self.n)
         n = largest_fitting(
             0,
             len(replay.messages),

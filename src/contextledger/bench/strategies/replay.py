@@ -1,4 +1,4 @@
-"""``replay``: the whole transcript, unchanged (the naive agent of seed 000 § "problem").
+"""``replay``: the whole transcript, unchanged (the legacy path of seed 000 § 9.1).
 
 Every tool call, raw result, retry and error is sent again on every model call; the budget
 is ignored.  This is the baseline every other strategy's token delta is measured against.
