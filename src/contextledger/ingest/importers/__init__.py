@@ -16,11 +16,13 @@ the file, a precise location and a one-sentence reason.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from contextledger.errors import ImportFormatError
 from contextledger.ingest.importers.claude_code import parse_claude_code
-from contextledger.ingest.importers.common import parse_json_document, read_source
+from contextledger.ingest.importers.common import Source, parse_json_document, read_source
 from contextledger.ingest.importers.detect import (
     SUPPORTED_FORMATS,
     UNSUPPORTED_FORMATS,
@@ -31,6 +33,25 @@ from contextledger.ingest.importers.swe_agent import parse_swe_agent
 from contextledger.ingest.transcript import ImportedTranscript
 
 __all__ = ["SUPPORTED_FORMATS", "UNSUPPORTED_FORMATS", "detect_format", "parse_file"]
+
+
+def _document_for(source: Source, format: str) -> Any | None:
+    """The parsed JSON document for ``format``, or ``None`` when the file is JSON Lines."""
+    if format == "claude-code":
+        return None
+    if format == "swe-agent":
+        return parse_json_document(source)
+    try:
+        document = json.loads(source.text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            return None
+        return parse_json_document(source)
+    except RecursionError:
+        return parse_json_document(source)
+    if isinstance(document, dict) and "role" in document:
+        return None
+    return document
 
 
 def detect_format(path: Path) -> str:
@@ -66,14 +87,7 @@ def parse_file(path: Path, format: str = "auto") -> ImportedTranscript:
         chosen, document = detected.format, detected.document
     elif format in SUPPORTED_FORMATS:
         chosen = format
-        document = None
-        is_jsonl = format == "claude-code"
-        if format == "openai-chat":
-            detected = detect_source(source)
-            is_jsonl = detected.document is None
-            document = detected.document
-        if not is_jsonl and document is None:
-            document = parse_json_document(source)
+        document = _document_for(source, format)
     else:
         supported = ", ".join(SUPPORTED_FORMATS)
         raise ImportFormatError(str(file_path), None, f"unknown format {format!r}: expected 'auto' or one of {supported}")
