@@ -32,6 +32,7 @@ SCAN_WINDOW_LINES = 2000
 MAX_STACK_LINES = 8
 """Most stack lines kept (frames + code lines + exception line)."""
 
+_BARE_LABELS = frozenset({"error", "errors", "fatal", "failed"})
 _TRACEBACK = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$')
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
@@ -136,5 +137,9 @@ def find_error(lines: list[str]) -> ErrorInfo | None:
             m = pattern.search(line)
             if m:
                 kind = fixed if fixed is not None else m.group(1)
-                return ErrorInfo(error_type=kind, error_line=cap(line.strip()), line_no=i + 1)
+                text = line.strip()
+                if text.rstrip(":").lower() in _BARE_LABELS:
+                    following = next((ln.strip() for ln in lines[i + 1 : i + 4] if ln.strip()), "")
+                    text = f"{text} {following}".strip()
+                return ErrorInfo(error_type=kind, error_line=cap(text), line_no=i + 1)
     return None

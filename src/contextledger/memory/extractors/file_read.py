@@ -132,7 +132,11 @@ class FileReadExtractor:
         action = resolve_action(item)
         if action.verb != "read":
             return False
-        return not unwrap(item.result_text).text.lstrip().startswith("Here's the files and directories")
+        return (
+            not unwrap(item.result_text)
+            .text.lstrip()
+            .startswith("Here's the files and directories")
+        )
 
     def extract(self, item: ToolInput) -> Extraction:
         """The file-read extract of ``item``."""

@@ -209,7 +209,7 @@ class SearchExtractor:
         action = resolve_action(item)
         if action.verb in ("search", "web_search"):
             return True
-        return action.verb == "read" and item.result_text.lstrip().startswith(
+        return action.verb == "read" and unwrap(item.result_text).text.lstrip().startswith(
             "Here's the files and directories"
         )
 

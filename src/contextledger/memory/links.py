@@ -1,0 +1,377 @@
+"""Links between memories: file staleness, supersession, conflicts, provenance repair.
+
+Pure functions over ToolMemory values (storing the results is the store's job).
+
+* File staleness (seed 001 §6 problem 3): a file read is stale once a later write of the
+  same path, or a later read of the same view showing other content, exists; test results
+  are tied to the file versions known when they ran.
+* Supersession and conflicts (seed 000 §4.8) are *directed*: ``new.supersedes`` lists the
+  old ids the current memory replaces, ``old.superseded_by`` names its successor.  Selection
+  drops the *old* memory and keeps the successor — the inverted bug the seed warns about is
+  dropping the successor.
+* Provenance rank: ``user_stated`` > ``tool_observed`` > ``model_derived``; a lower-ranked
+  memory never supersedes a higher one, it is linked as a conflict instead.
+* Provenance repair (seed 000 §9.4): a broken reference is re-pointed only to an existing
+  artifact holding the same evidence (same call id, tool and sha256), never to an invented
+  id; otherwise the memory is marked unverifiable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
+
+from contextledger.errors import InputError
+from contextledger.records.enums import (
+    OmissionReason,
+    ProvenanceRank,
+    ResolutionState,
+    ToolCallStatus,
+)
+from contextledger.records.models import ToolArtifact, ToolMemory
+
+__all__ = [
+    "PROVENANCE_ORDER",
+    "add_conflict",
+    "annotate_test_file_versions",
+    "conflict_marks",
+    "file_staleness",
+    "repair_provenance",
+    "resolve_write",
+    "select_current",
+    "supersede",
+]
+
+PROVENANCE_ORDER: dict[ProvenanceRank, int] = {
+    ProvenanceRank.USER_STATED: 0,
+    ProvenanceRank.TOOL_OBSERVED: 1,
+    ProvenanceRank.MODEL_DERIVED: 2,
+}
+"""Provenance ranks, strongest first (lower number = higher rank)."""
+
+_WRITE_KINDS = frozenset({"file_write", "generated_file"})
+MAX_FILE_VERSIONS = 50
+
+
+def _ordered(memories: Iterable[ToolMemory]) -> list[ToolMemory]:
+    return sorted(memories, key=lambda m: (m.seq, m.id))
+
+
+def _paths(memory: ToolMemory) -> list[str]:
+    paths: list[str] = []
+    if memory.subject_key and memory.subject_key.startswith("file:"):
+        paths.append(memory.subject_key[len("file:") :])
+    extra = memory.payload.get("paths")
+    if isinstance(extra, list):
+        paths.extend(p for p in extra if isinstance(p, str) and p)
+    return list(dict.fromkeys(paths))
+
+
+def _is_write(memory: ToolMemory) -> bool:
+    return (
+        memory.payload.get("extractor") in _WRITE_KINDS
+        and memory.status != ToolCallStatus.FAILED
+        and memory.payload.get("applied", True) is not False
+    )
+
+
+def _is_read(memory: ToolMemory) -> bool:
+    return memory.payload.get("extractor") == "file_read" and memory.status != ToolCallStatus.FAILED
+
+
+def _content_hash(memory: ToolMemory) -> str | None:
+    for key in ("content_sha256", "new_content_sha256"):
+        value = memory.payload.get(key)
+        if isinstance(value, str):
+            return value
+    handle = memory.payload.get("file")
+    if isinstance(handle, dict) and isinstance(handle.get("content_sha256"), str):
+        return str(handle["content_sha256"])
+    return None
+
+
+def file_staleness(memories: Sequence[ToolMemory]) -> dict[str, str]:
+    """Map each stale file-read memory id to the id of the memory that made it stale.
+
+    A read (extractor ``file_read``) of path *p* at sequence *s* is stale when a memory
+    with a higher sequence number (ties broken by id) either writes *p* (extractor
+    ``file_write`` / ``generated_file``, not failed, ``applied`` not False) or reads *p*
+    again with the same ``line_range`` and a different ``content_sha256``.  Reads of
+    different ranges are not compared (their hashes cover different text).  The first
+    such memory is reported.
+    """
+    ordered = _ordered(memories)
+    result: dict[str, str] = {}
+    for i, read in enumerate(ordered):
+        if not _is_read(read):
+            continue
+        paths = set(_paths(read))
+        if not paths:
+            continue
+        for later in ordered[i + 1 :]:
+            if later.seq == read.seq and later.id <= read.id:
+                continue
+            if not paths.intersection(_paths(later)):
+                continue
+            if _is_write(later):
+                result[read.id] = later.id
+                break
+            if (
+                _is_read(later)
+                and later.payload.get("line_range") == read.payload.get("line_range")
+                and _content_hash(later) is not None
+                and _content_hash(later) != _content_hash(read)
+            ):
+                result[read.id] = later.id
+                break
+    return result
+
+
+def annotate_test_file_versions(memories: Sequence[ToolMemory]) -> list[ToolMemory]:
+    """Tie each test-run memory to the file versions known when it ran.
+
+    Returns ``memories`` in their given order, with every ``test_run`` memory's payload
+    gaining ``file_versions``: ``{path: version}`` for every path a file memory with a
+    lower sequence number touched, where *version* is the last known content hash
+    (``"sha256:…"``) or, when the last memory of that path carries no hash, that memory's
+    id.  Paths are sorted; at most 50 are kept (the most recently touched).
+    """
+    ordered = _ordered(memories)
+    updated: dict[str, ToolMemory] = {}
+    latest: dict[str, tuple[int, str]] = {}
+    for position, memory in enumerate(ordered):
+        if memory.payload.get("extractor") == "test_run":
+            recent = sorted(latest.items(), key=lambda kv: kv[1][0])[-MAX_FILE_VERSIONS:]
+            versions = {path: version for path, (_, version) in sorted(recent)}
+            payload = {**memory.payload, "file_versions": versions}
+            updated[memory.id] = memory.model_copy(update={"payload": payload})
+            continue
+        if _is_read(memory) or _is_write(memory):
+            version = _content_hash(memory) or memory.id
+            for path in _paths(memory):
+                latest[path] = (position, version)
+    return [updated.get(m.id, m) for m in memories]
+
+
+def supersede(new: ToolMemory, old: ToolMemory) -> tuple[ToolMemory, ToolMemory]:
+    """Link ``new`` as the successor of ``old``.
+
+    Returns ``(new with old.id appended to supersedes, old with superseded_by=new.id and
+    resolution_state superseded)``.
+
+    Raises:
+        InputError: same memory, different tenants, or ``old`` already superseded by
+            another memory.
+    """
+    if new.id == old.id:
+        raise InputError("a memory cannot supersede itself")
+    if new.tenant_id != old.tenant_id:
+        raise InputError("memories of different tenants cannot be linked")
+    if old.superseded_by is not None and old.superseded_by != new.id:
+        raise InputError(f"memory {old.id} is already superseded by {old.superseded_by}")
+    supersedes = new.supersedes if old.id in new.supersedes else (*new.supersedes, old.id)
+    return (
+        new.model_copy(update={"supersedes": supersedes}),
+        old.model_copy(
+            update={"superseded_by": new.id, "resolution_state": ResolutionState.SUPERSEDED}
+        ),
+    )
+
+
+def add_conflict(a: ToolMemory, b: ToolMemory) -> tuple[ToolMemory, ToolMemory]:
+    """Link ``a`` and ``b`` as conflicting (symmetric ``conflicts_with``); both become
+    ``conflicted`` unless already superseded.
+
+    Raises:
+        InputError: same memory or different tenants.
+    """
+    if a.id == b.id:
+        raise InputError("a memory cannot conflict with itself")
+    if a.tenant_id != b.tenant_id:
+        raise InputError("memories of different tenants cannot be linked")
+
+    def linked(m: ToolMemory, other: str) -> ToolMemory:
+        conflicts = m.conflicts_with if other in m.conflicts_with else (*m.conflicts_with, other)
+        update: dict[str, Any] = {"conflicts_with": conflicts}
+        if m.resolution_state != ResolutionState.SUPERSEDED:
+            update["resolution_state"] = ResolutionState.CONFLICTED
+        return m.model_copy(update=update)
+
+    return linked(a, b.id), linked(b, a.id)
+
+
+def resolve_write(new: ToolMemory, existing: ToolMemory) -> Literal["supersede", "conflict"]:
+    """How a new memory about the same subject relates to an existing one.
+
+    ``"supersede"`` when ``new``'s provenance rank is at least ``existing``'s;
+    ``"conflict"`` when it is lower (a model-derived memory never replaces a tool
+    observation, nor a tool observation a user statement).
+    """
+    if PROVENANCE_ORDER[new.provenance_rank] > PROVENANCE_ORDER[existing.provenance_rank]:
+        return "conflict"
+    return "supersede"
+
+
+def _successor_present(memory: ToolMemory, present: dict[str, ToolMemory]) -> str | None:
+    if memory.superseded_by is not None and memory.superseded_by in present:
+        return memory.superseded_by
+    for other in present.values():
+        if memory.id in other.supersedes and other.id != memory.id:
+            return other.id
+    return None
+
+
+def select_current(
+    memories: Sequence[ToolMemory],
+    *,
+    include_conflicts_when_uncertain: bool,
+    comparable_confidence_delta: float = 0.1,
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Choose the memories that are current among ``memories``.
+
+    Rules (seed 000 §4.8):
+
+    * a memory whose successor is among ``memories`` (its ``superseded_by``, or a memory
+      whose ``supersedes`` lists it) is omitted with reason ``"superseded"``; the
+      successor stays.  A successor outside the candidate set (another branch) does not
+      hide it.
+    * for a live conflict (both sides present and not superseded) both sides are kept
+      when ``include_conflicts_when_uncertain`` is set or their confidences differ by at
+      most ``comparable_confidence_delta``; otherwise the weaker side — lower confidence,
+      then lower provenance rank, then older (lower seq) — is omitted with reason
+      ``"low_confidence"``.  Kept conflict pairs are reported by :func:`conflict_marks`.
+
+    Returns:
+        ``(selected ids ordered by (seq, id), {omitted id: reason})``.
+    """
+    present = {m.id: m for m in memories}
+    omitted: dict[str, str] = {}
+    for memory in memories:
+        if _successor_present(memory, present) is not None:
+            omitted[memory.id] = OmissionReason.SUPERSEDED.value
+    live = {mid: m for mid, m in present.items() if mid not in omitted}
+
+    def strength(m: ToolMemory) -> tuple[float, int, int, str]:
+        return (m.confidence, -PROVENANCE_ORDER[m.provenance_rank], m.seq, m.id)
+
+    for a in _ordered(live.values()):
+        for other_id in sorted(a.conflicts_with):
+            b = live.get(other_id)
+            if b is None or a.id in omitted or b.id in omitted:
+                continue
+            close = abs(a.confidence - b.confidence) <= comparable_confidence_delta + 1e-12
+            if include_conflicts_when_uncertain or close:
+                continue
+            weaker = a if strength(a) < strength(b) else b
+            omitted[weaker.id] = OmissionReason.LOW_CONFIDENCE.value
+    selected = tuple(m.id for m in _ordered(present.values()) if m.id not in omitted)
+    return selected, omitted
+
+
+def conflict_marks(
+    memories: Sequence[ToolMemory], selected_ids: Iterable[str]
+) -> dict[str, tuple[str, ...]]:
+    """For each selected memory, the selected memories it conflicts with (sorted ids);
+    memories without a selected counterpart are absent.  The assembler marks these."""
+    chosen = set(selected_ids)
+    by_id = {m.id: m for m in memories}
+    marks: dict[str, set[str]] = {}
+    for mid in chosen:
+        memory = by_id.get(mid)
+        if memory is None:
+            continue
+        for other in memory.conflicts_with:
+            if other in chosen:
+                marks.setdefault(mid, set()).add(other)
+                marks.setdefault(other, set()).add(mid)
+    return {k: tuple(sorted(v)) for k, v in sorted(marks.items())}
+
+
+def repair_provenance(
+    memory: ToolMemory,
+    *,
+    artifact_exists: Callable[[str], bool],
+    artifact_hash_ok: Callable[[str], bool],
+    candidates: Sequence[ToolArtifact],
+    max_attempts: int = 3,
+) -> tuple[ToolMemory, Literal["ok", "repaired", "unverifiable"]]:
+    """Check ``memory``'s provenance and repair it without fabricating ids.
+
+    * every referenced artifact exists and its hash verifies → ``(memory, "ok")``,
+      unchanged;
+    * otherwise one repair attempt is made (``repair_attempts`` + 1): a candidate with the
+      same tenant, ``call_id``, tool name and ``sha256`` (``payload["sha256"]``) that itself
+      exists and verifies is looked for (first by ``(seq, id)``); each broken reference
+      and source id is re-pointed to it, resolution ``repaired`` → ``"repaired"``;
+    * no such candidate, no recorded sha256, or ``max_attempts`` already reached →
+      resolution ``unverifiable`` → ``"unverifiable"`` (no attempt is counted past the
+      limit; seed 000 §8 R8 bounds repair work).
+    """
+    broken = [
+        ref.artifact_id
+        for ref in memory.provenance_refs
+        if not artifact_exists(ref.artifact_id) or not artifact_hash_ok(ref.artifact_id)
+    ]
+    broken.extend(
+        a
+        for a in memory.source_artifact_ids
+        if a not in broken and (not artifact_exists(a) or not artifact_hash_ok(a))
+    )
+    if not broken:
+        return memory, "ok"
+    if memory.repair_attempts >= max_attempts:
+        return memory.model_copy(
+            update={"resolution_state": ResolutionState.UNVERIFIABLE}
+        ), "unverifiable"
+    attempts = memory.repair_attempts + 1
+    digest = memory.payload.get("sha256")
+    match: ToolArtifact | None = None
+    if isinstance(digest, str) and memory.call_id is not None:
+        for cand in sorted(candidates, key=lambda c: (c.seq, c.id)):
+            if (
+                cand.tenant_id == memory.tenant_id
+                and cand.call_id == memory.call_id
+                and cand.tool_name == memory.source_tool
+                and cand.sha256 == digest
+                and cand.id not in broken
+                and artifact_exists(cand.id)
+                and artifact_hash_ok(cand.id)
+            ):
+                match = cand
+                break
+    if match is None:
+        return (
+            memory.model_copy(
+                update={
+                    "resolution_state": ResolutionState.UNVERIFIABLE,
+                    "repair_attempts": attempts,
+                }
+            ),
+            "unverifiable",
+        )
+    refs = tuple(
+        ref.model_copy(update={"artifact_id": match.id}) if ref.artifact_id in broken else ref
+        for ref in memory.provenance_refs
+    )
+    sources = tuple(
+        dict.fromkeys(match.id if a in broken else a for a in memory.source_artifact_ids)
+    )
+    payload = dict(memory.payload)
+    if payload.get("artifact") in broken:
+        payload["artifact"] = match.id
+    summary = memory.summary
+    for old_id in broken:
+        summary = summary.replace(f"[artifact {old_id},", f"[artifact {match.id},")
+    return (
+        memory.model_copy(
+            update={
+                "summary": summary,
+                "provenance_refs": refs,
+                "source_artifact_ids": sources,
+                "payload": payload,
+                "resolution_state": ResolutionState.REPAIRED,
+                "repair_attempts": attempts,
+            }
+        ),
+        "repaired",
+    )
