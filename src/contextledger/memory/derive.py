@@ -108,7 +108,9 @@ def derive_memory(
     payload = dict(ext.payload)
     if ext.kind == "test_run":
         ordered: dict[str, object] = {
-            k: payload.pop(k) for k in ("command", "status", "error", "file", "test") if k in payload
+            k: payload.pop(k)
+            for k in ("command", "status", "error", "file", "test")
+            if k in payload
         }
         payload = {**ordered, "artifact": artifact.id, **payload}
     else:
@@ -144,7 +146,9 @@ def derive_memory(
         payload=payload,
         shape=ext.shape,
         context_kind=ext.context_kind,
-        temperature=Temperature.HOT if ext.context_kind == ContextKind.RECOVERY else Temperature.WARM,
+        temperature=Temperature.HOT
+        if ext.context_kind == ContextKind.RECOVERY
+        else Temperature.WARM,
         confidence=ext.confidence,
         confidence_basis=ext.confidence_basis,
         limits=ext.limits,
