@@ -36,6 +36,8 @@ __all__ = ["CommandExtractor", "command_status"]
 HEAD_LINES = 3
 TAIL_LINES = 5
 COMMAND_CAP_CHARS = 160
+PAYLOAD_COMMAND_CHARS = 1000
+"""Longest command (characters) kept in the payload; the artifact keeps it whole."""
 
 
 def command_status(item: ToolInput, body: Body, error_found: bool) -> tuple[str, int | None, bool]:
@@ -72,7 +74,7 @@ def shell_extraction(item: ToolInput, action: Action) -> Extraction:
     head, tail, _ = head_tail(shown, HEAD_LINES, TAIL_LINES)
     command = action.command or ""
     payload: dict[str, Any] = {
-        "command": command,
+        "command": cap(command, PAYLOAD_COMMAND_CHARS),
         "program": action.sub,
         "exit_code": code,
         "duration_ms": body.duration_ms,

@@ -40,6 +40,7 @@ __all__ = ["MAX_FILES", "MAX_MATCHES", "SearchExtractor"]
 MAX_FILES = 20
 MAX_MATCHES = 10
 MATCH_TEXT_CHARS = 160
+FILE_ENTRY_CHARS = 200
 
 _FOUND = re.compile(r'^Found (\d+) (?:matches|files?)(?: for "(.*)" in (.+?))?:?$')
 _NO_MATCH = re.compile(r'^(?:No matches found for "(.*)" in (.+)|No (?:files|matches) found\.?)$')
@@ -184,7 +185,7 @@ def _parse_lines(lines: list[str], mode: str | None) -> dict[str, Any]:
                     }
                 )
             continue
-        add_file(line.strip())
+        add_file(cap(line.strip(), FILE_ENTRY_CHARS))
         match_count += 1
     return {
         "pattern": pattern,

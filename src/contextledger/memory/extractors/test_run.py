@@ -478,7 +478,7 @@ class TestRunExtractor:
     def extract(self, item: ToolInput) -> Extraction:
         """The test-run extract of ``item`` (seed 001 §4.4 shape)."""
         action = resolve_action(item)
-        command = " ".join((action.command or "").split())
+        command = cap(" ".join((action.command or "").split()), 1000)
         body = unwrap(item.result_text)
         report = parse_test_output(body.text, command) or TestReport(framework="unknown")
         _, exit_code, _ = command_status(item, body, False)
