@@ -173,15 +173,15 @@ class Assembler:
         budget = budget_tokens if budget_tokens is not None else self.policy.budget.default_budget_tokens
         if budget <= 0:
             raise InputError(f"budget must be a positive number of tokens, got {budget}")
-        if now is None:
-            now = datetime.now(UTC)
-        elif now.tzinfo is None:
+        if now is not None and now.tzinfo is None:
             raise InputError("now must be timezone-aware (e.g. 2026-01-01T00:00:00Z)")
         t0 = time.perf_counter()
         cands = collect_candidates(
             self.store, scope, conversation_id, branch_id,
             recent_window=self.policy.candidates.recent_window, max_candidates=self.policy.candidates.max_candidates,
         )
+        if now is None:
+            now = self._default_now(cands)
         viewer = self._viewer(cands, participant_id)
         t1 = time.perf_counter()
 
@@ -189,7 +189,7 @@ class Assembler:
         units = build_units(cands.messages, cands.calls_by_message, cands.artifacts, cands.memories)
         system = system_blocks(cands.messages, [r for r in cands.rules if ev.rule_visible(r, cands.branch_id, cands.segments)])
         tools = self._tool_schemas(cands, viewer)
-        pieces, retrieval = self._pieces(cands, units, ev, now)
+        pieces, retrieval = self._pieces(cands, units, ev, now, budget)
         request, selected, rehydrated = self._select(system, tools, pieces, retrieval, ev, budget, provider, scope, count_payload_tokens, serialize)
         t2 = time.perf_counter()
         payload = serialize(provider, request, resolve_blob=self._resolve_blob)
@@ -256,12 +256,25 @@ class Assembler:
 
     # ------------------------------------------------------------------------------------
     def _viewer(self, cands: CandidateSet, participant_id: str | None) -> Participant | None:
+        """The participant to assemble for.  Default: the conversation's only root
+        participant (the main agent, or the child of a subagent-only transcript); with
+        several root participants (multi-model, debate), the shared view (``None``)."""
         if participant_id is None:
-            return None
+            roots = [p for p in cands.participants if p.parent_participant_id is None]
+            return roots[0] if len(roots) == 1 else None
         for p in cands.participants:
             if p.id == participant_id or p.name == participant_id:
                 return p
         raise NotFoundError("participant", participant_id)
+
+    @staticmethod
+    def _default_now(cands: CandidateSet) -> datetime:
+        """``now`` when the caller gives none: for an imported conversation, the time of
+        its newest record (the moment its next request would have been made — and
+        deterministic); for a live one, the wall clock."""
+        if cands.conversation.source.startswith("import") and cands.messages:
+            return max(m.created_at for m in cands.messages)
+        return datetime.now(UTC)
 
     def _resolve_blob(self, key: str) -> bytes | None:
         try:
@@ -285,7 +298,7 @@ class Assembler:
         return tuple(schemas[k] for k in sorted(schemas))
 
     # ------------------------------------------------------------------------------------
-    def _pieces(self, cands: CandidateSet, units: list[Unit], ev: Evaluator, now: datetime) -> tuple[list[_Piece], list[_Piece]]:
+    def _pieces(self, cands: CandidateSet, units: list[Unit], ev: Evaluator, now: datetime, budget: int) -> tuple[list[_Piece], list[_Piece]]:
         """Render every unit (raw for the tail, shaped before it) and the retrieval notes."""
         visible_units: list[Unit] = []
         for u in units:
@@ -297,13 +310,34 @@ class Assembler:
             if not ev.unit_visible(u):
                 continue
             visible_units.append(u)
-        # the tail starts at the min_turns-th newest user turn
+        # the recent tail: the last ``min_turns`` user turns, but no more raw history than
+        # ``max_share`` of the budget (long agent turns); older units are shaped
         turn_starts = [i for i, u in enumerate(visible_units) if u.is_turn_start]
         k = self.policy.recent_tail.min_turns
         tail_start = turn_starts[-k] if len(turn_starts) >= k and k > 0 else (turn_starts[0] if turn_starts else 0)
         first_user = turn_starts[0] if turn_starts else None
         current = turn_starts[-1] if turn_starts else None
         protected = self._protected(visible_units)
+        cap = int(self.policy.recent_tail.max_share * budget)
+        used = 0
+        share_start = len(visible_units)
+        for i in range(len(visible_units) - 1, -1, -1):
+            if i in (first_user, current) or visible_units[i].key in protected:
+                share_start = i
+                continue
+            c = self._render_unit(visible_units[i], ev.quiet(), raw=True, bucket="recent_tail", mandatory=False, order=(0, 0)).cost
+            if used + c > cap and share_start < len(visible_units):
+                break
+            used += c
+            share_start = i
+        if share_start > 0:
+            full = used + sum(
+                self._render_unit(visible_units[i], ev.quiet(), raw=True, bucket="recent_tail", mandatory=False, order=(0, 0)).cost
+                for i in range(share_start)
+            )
+            if full <= cap / max(self.policy.recent_tail.max_share, 1e-9) * 0.9:
+                share_start = 0  # the whole history fits raw: nothing to reduce
+        tail_start = max(tail_start, share_start)
         pieces: list[_Piece] = []
         in_view_memories: set[str] = set()
         for i, u in enumerate(visible_units):
@@ -433,6 +467,11 @@ class Assembler:
         view (extract / stale marker / restricted summary / reference)."""
         limit = ev.tool_max_bytes(c.tool_name)
         raw_ok, reason = ev.raw_allowed(art)
+        if not raw and raw_ok and mem is not None and art.inline_text is not None and art.size_bytes <= limit:
+            # a memory is a reduction: never send one that costs more than the raw result
+            probe = ev.quiet().memory_view(mem, in_exchange=True)
+            if probe is not None and not probe.stale and self.tok.count(art.inline_text) <= self.tok.count(probe.text):
+                raw = True
         if raw and raw_ok and art.size_bytes <= limit and art.inline_text is not None:
             view = ev.memory_view(mem) if mem is not None else None
             prefix = view.raw_prefix if view is not None else ""
@@ -471,97 +510,86 @@ class Assembler:
         return total
 
     def _select(self, system: tuple[str, ...], tools: tuple[ToolSchema, ...], pieces: list[_Piece], retrieval: list[_Piece], ev: Evaluator, budget: int, provider: str, scope: Scope, count: Any, serialize: Any) -> tuple[NeutralRequest, list[_Piece], list[str]]:
-        """Budget allocation with the drop order of seed 001 §9; exact recount at the end."""
+        """Budget allocation with the drop order of seed 001 §9.
+
+        Works on selection-time estimates and confirms with an exact count of the
+        serialized payload; every step is recorded in the trace.  Drop steps, in policy
+        order: low-confidence retrieval → expired memory → large tool results become
+        artifact references (raw results above ``tool_output.max_tokens // 4`` tokens) →
+        compress old history (an old exchange becomes one evidence line, then the oldest
+        lines and units go) → shorten the recent tail (oldest first).  Mandatory pieces
+        (task statement, current input, recovery state, runtime state) are never dropped;
+        if they alone exceed the budget, their longest texts are cut with an explicit
+        marker as a last resort.
+        """
         chosen = list(pieces)
         notes = sorted(retrieval, key=lambda p: p.order)
-        steps = list(self.policy.budget.drop_order)
+        steps = [s.value for s in self.policy.budget.drop_order] + ["truncate"]
+        large = max(64, self.policy.tool_output.max_tokens // 4)
 
         def build(ps: list[_Piece], ns: list[_Piece], sysb: tuple[str, ...]) -> NeutralRequest:
             ordered = sorted(ps, key=lambda p: p.order)
             msgs: list[WireMessage] = []
+            if ordered:
+                msgs.extend(ordered[0].messages)
             if ns:
-                lines = [n.messages[0].parts[0].text for n in ns]  # type: ignore[union-attr]
-                block = retrieval_block(lines)
-                # evidence goes right after the task statement (first user turn)
-                msgs.extend(ordered[0].messages if ordered else [])
-                msgs.append(block)
-                for p in ordered[1:]:
-                    msgs.extend(p.messages)
-            else:
-                for p in ordered:
-                    msgs.extend(p.messages)
+                lines = [n.messages[0].parts[0].text for n in sorted(ns, key=lambda n: n.order)]  # type: ignore[union-attr]
+                msgs.append(retrieval_block(lines))
+            for p in ordered[1:]:
+                msgs.extend(p.messages)
             return NeutralRequest(system=sysb, messages=tuple(msgs), tools=tools)
 
         def exact(req: NeutralRequest) -> int:
             return int(count(provider, serialize(provider, req, resolve_blob=None)))
 
+        def to_notes(p: _Piece) -> None:
+            if p.unit is None:
+                return
+            have = {m for n in notes for m in n.memory_ids}
+            for mem in sorted(p.unit.memories.values(), key=lambda m: (m.seq, m.id)):
+                if mem.id in have:
+                    continue
+                view = ev.quiet().memory_view(mem)
+                if view is None:
+                    continue
+                line = memory_line(mem, view.text)
+                notes.append(_Piece(unit=None, messages=[WireMessage(role="user", parts=(TextPart(text=line),), ref=mem.id)], cost=self.tok.count(line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale))
+            notes.sort(key=lambda n: n.order)
+
         sysb = system
         req = build(chosen, notes, sysb)
         total = exact(req)
-        step_i = 0
-        guard = 0
-        while total > budget and guard < 10000:
-            guard += 1
-            over = total - budget
-            changed = False
-            step = steps[step_i].value if step_i < len(steps) else "truncate"
-            if step == "low_confidence_retrieval":
-                low = [n for n in notes if n.confidence < self.policy.promotion.auto_min_confidence]
-                for n in low:
-                    notes.remove(n)
-                    ev.omit_record(n.memory_ids[0], "memory", OmissionReason.LOW_CONFIDENCE, "drop order step 1")
-                changed = bool(low)
-            elif step == "expired_memory":
-                exp = [n for n in notes if n.stale]
-                for n in exp:
-                    notes.remove(n)
-                    ev.omit_record(n.memory_ids[0], "memory", OmissionReason.STALE, "drop order step 2: expired memory")
-                olds = [p for p in chosen if p.stale and not p.mandatory and p.bucket != "recent_tail"]
-                for p in olds:
-                    chosen.remove(p)
-                    ev.omit_unit(p.unit, OmissionReason.STALE, "drop order step 2: expired memory")  # type: ignore[arg-type]
-                changed = bool(exp or olds)
-            elif step == "large_tool_results_to_refs":
-                big = sorted((p for p in chosen if p.raw_artifacts and not p.mandatory and p.unit is not None), key=lambda p: (-p.cost, p.order))
-                if big:
-                    p = big[0]
-                    i = chosen.index(p)
-                    chosen[i] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
-                    changed = True
-            elif step == "compress_old_history":
-                if notes:
-                    n = notes.pop(0)
-                    ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, "drop order step 4: compress old history")
-                    changed = True
-                else:
-                    old = [p for p in chosen if not p.mandatory and p.bucket in ("retrieval", "tool_results", "long_term_memory")]
-                    if old:
-                        p = min(old, key=lambda p: p.order)
-                        chosen.remove(p)
-                        if p.unit is not None:
-                            ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order step 4: compress old history")
-                        changed = True
-            elif step == "shorten_recent_tail":
-                tail = [p for p in chosen if not p.mandatory and p.bucket == "recent_tail"]
-                if tail:
-                    p = min(tail, key=lambda p: p.order)
-                    chosen.remove(p)
-                    if p.unit is not None:
-                        ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order step 5: shorten recent tail")
-                    changed = True
-            else:
-                # last resort: the mandatory pieces alone exceed the budget — shape them,
-                # then cut the longest texts with an explicit marker (never silently)
-                changed = self._last_resort(chosen, ev, over)
-                if not changed:
-                    sysb = self._truncate_system(sysb, over, ev)
-                    changed = True
-                    step_i += 1
-            if not changed:
-                step_i += 1
-                continue
+        for step in steps[:-1]:
+            while total > budget:
+                est = total
+                progressed = False
+                while est > budget:
+                    saved = self._drop_once(step, chosen, notes, ev, large, to_notes)
+                    if saved is None:
+                        break
+                    progressed = True
+                    est -= saved
+                if not progressed:
+                    break
+                req = build(chosen, notes, sysb)
+                total = exact(req)
+        attempts = 0
+        while total > budget and attempts < 32:
+            # last resort: mandatory pieces alone exceed the budget.  First give up the
+            # oldest protected failures (kept as evidence lines; the newest stays raw),
+            # then cut the longest texts with an explicit marker.
+            over = total - budget + 8 * (attempts + 1)
+            failures = [p for p in chosen if p.mandatory and p.unit is not None and p.unit.failed_calls and not p.unit.unresolved_calls]
+            if len(failures) > 1:
+                p = min(failures, key=lambda p: p.order)
+                chosen.remove(p)
+                to_notes(p)
+                ev.omit_unit(p.unit, OmissionReason.BUDGET, "older protected failure: kept as an evidence line to fit the budget")  # type: ignore[arg-type]
+            elif not self._last_resort(chosen, ev, over):
+                sysb = self._truncate_system(sysb, over, ev)
             req = build(chosen, notes, sysb)
             total = exact(req)
+            attempts += 1
         for n in notes:
             ev.include(n.memory_ids[0], "memory", n.shape, "retrieval")
         rehydrated = self._rehydrate(chosen, ev, scope)
@@ -572,6 +600,76 @@ class Assembler:
             else:
                 rehydrated = []
         return req, chosen + notes, rehydrated
+
+    def _drop_once(self, step: str, chosen: list[_Piece], notes: list[_Piece], ev: Evaluator, large: int, to_notes: Any) -> int | None:
+        """Apply one unit of drop ``step``; returns the estimated tokens saved, or
+        ``None`` when the step has nothing left to give."""
+        if step == "low_confidence_retrieval":
+            low = [n for n in notes if n.confidence < self.policy.promotion.auto_min_confidence]
+            if not low:
+                return None
+            n = low[0]
+            notes.remove(n)
+            ev.omit_record(n.memory_ids[0], "memory", OmissionReason.LOW_CONFIDENCE, "drop order: low-confidence retrieval")
+            return n.cost
+        if step == "expired_memory":
+            exp = [n for n in notes if n.stale]
+            if exp:
+                n = exp[0]
+                notes.remove(n)
+                ev.omit_record(n.memory_ids[0], "memory", OmissionReason.STALE, "drop order: expired memory")
+                return n.cost
+            olds = [p for p in chosen if p.stale and not p.mandatory and p.bucket != "recent_tail"]
+            if not olds:
+                return None
+            p = min(olds, key=lambda p: p.order)
+            chosen.remove(p)
+            if p.unit is not None:
+                ev.omit_unit(p.unit, OmissionReason.STALE, "drop order: expired memory")
+            return p.cost
+        if step == "large_tool_results_to_refs":
+            big = sorted((p for p in chosen if p.raw_artifacts and not p.mandatory and p.unit is not None and self._max_raw_tokens(p) > large), key=lambda p: (-p.cost, p.order))
+            if not big:
+                return None
+            p = big[0]
+            i = chosen.index(p)
+            chosen[i] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
+            return max(1, p.cost - chosen[i].cost)
+        if step == "compress_old_history":
+            old = [p for p in chosen if not p.mandatory and p.bucket in ("retrieval", "tool_results", "long_term_memory")]
+            if old:
+                p = min(old, key=lambda p: p.order)
+                chosen.remove(p)
+                before = sum(n.cost for n in notes)
+                to_notes(p)
+                if p.unit is not None:
+                    ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order: compress old history (exchange kept as an evidence line)")
+                return max(1, p.cost - (sum(n.cost for n in notes) - before))
+            if notes:
+                n = notes.pop(0)
+                ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, "drop order: compress old history")
+                return n.cost
+            return None
+        if step == "shorten_recent_tail":
+            tail = [p for p in chosen if not p.mandatory and p.bucket == "recent_tail"]
+            if not tail:
+                return None
+            p = min(tail, key=lambda p: p.order)
+            chosen.remove(p)
+            if p.unit is not None:
+                ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order: shorten recent tail")
+            return p.cost
+        return None
+
+    def _max_raw_tokens(self, p: _Piece) -> int:
+        best = 0
+        for m in p.messages:
+            if m.ref in p.raw_artifacts:
+                for part in m.parts:
+                    t = getattr(part, "text", None)
+                    if isinstance(t, str):
+                        best = max(best, self.tok.count(t))
+        return best
 
     def _last_resort(self, chosen: list[_Piece], ev: Evaluator, over: int) -> bool:
         for p in sorted((p for p in chosen if p.raw_artifacts and p.unit is not None), key=lambda p: -p.cost):

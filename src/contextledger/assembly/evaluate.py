@@ -97,6 +97,16 @@ class Evaluator:
         labelled = {p.id for p in participants if p.runtime_kind is not RuntimeKind.SUBAGENT_CHILD}
         self.multi_party = len(labelled) > 1
 
+    def quiet(self) -> Evaluator:
+        """A copy whose decisions go to a scratch trace (for cost probes)."""
+        import copy
+
+        q = copy.copy(self)
+        q.decisions = []
+        q._omitted = {}
+        q._bulk = Counter()
+        return q
+
     # -- trace -----------------------------------------------------------------------------
     def _add(self, record_id: str, kind: str, family: PolicyFamily, decision: DecisionKind, reason: str, **detail: Any) -> None:
         self.decisions.append({"record_id": record_id, "record_kind": kind, "family": family.value, "decision": decision.value, "reason": reason, **detail})

@@ -11,8 +11,10 @@ agent does not send them either).
 from __future__ import annotations
 
 from contextledger.assembly.candidates import CandidateSet
+from contextledger.assembly.units import build_units
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
-from contextledger.records.enums import AuthorityLevel, MessageKind, Role
+from contextledger.records.enums import AuthorityLevel, Role
+from contextledger.records.models import ToolCall
 from contextledger.records.parts import ImagePart, Part, TextPart, ToolCallPart, ToolResultPart
 from contextledger.store.base import Scope
 from contextledger.store.sql import SqlStore
@@ -23,18 +25,19 @@ NO_RESULT = "[no result recorded]"
 
 
 def replay_request(store: SqlStore, scope: Scope, cands: CandidateSet, tools: tuple[ToolSchema, ...]) -> tuple[NeutralRequest, int]:
-    """The full-lineage replay request and its legacy message count."""
+    """The full-lineage replay request and its legacy message count.
+
+    Units (:func:`~contextledger.assembly.units.build_units`) keep every result right
+    after the turn that requested it, as the provider saw it; every raw result is read
+    back whole (blob store included).
+    """
     conv_id = cands.conversation.id
     messages = store.messages(scope, conv_id, cands.segments)
     calls = store.tool_calls(scope, conv_id, cands.segments)
     arts = {a.call_id: a for a in store.artifacts(scope, conv_id, cands.segments)}
-    by_msg: dict[str, list[str]] = {}
+    by_msg: dict[str, list[ToolCall]] = {}
     for c in calls:
-        by_msg.setdefault(c.message_id, []).append(c.call_id)
-    answered: set[str] = set()
-    system: list[str] = []
-    out: list[WireMessage] = []
-    count = 0
+        by_msg.setdefault(c.message_id, []).append(c)
 
     def raw(call_id: str) -> str:
         a = arts.get(call_id)
@@ -47,46 +50,36 @@ def replay_request(store: SqlStore, scope: Scope, cands: CandidateSet, tools: tu
         except Exception:
             return f"[payload unavailable: {a.id}]"
 
-    pending_after: list[str] = []
-    for m in messages:
-        if m.kind in (MessageKind.PROGRESS, MessageKind.META):
+    system: list[str] = []
+    out: list[WireMessage] = []
+    count = 0
+    for u in build_units(messages, by_msg, arts, []):
+        if u.kind == "runtime":
             continue
-        count += 1
-        if m.role in (Role.SYSTEM, Role.DEVELOPER):
-            text = "\n".join(p.text for p in m.parts if isinstance(p, TextPart))
-            if m.authority is AuthorityLevel.SYSTEM and not out:
+        head = u.messages[0]
+        count += len(u.messages)
+        if u.kind == "system":
+            text = "\n".join(p.text for p in head.parts if isinstance(p, TextPart))
+            if head.authority is AuthorityLevel.SYSTEM and not out:
                 system.append(text)
             else:
                 out.append(WireMessage(role="user", parts=(TextPart(text=text or "(empty)"),)))
             continue
-        # a replaying agent must still answer any call left open before moving on
-        if pending_after and m.role is not Role.TOOL:
-            out.extend(WireMessage(role="tool", parts=(ToolResultPart(call_id=c, text=NO_RESULT),)) for c in pending_after)
-            pending_after = []
-        if m.role is Role.TOOL:
-            for p in m.parts:
-                if isinstance(p, ToolResultPart):
-                    out.append(WireMessage(role="tool", parts=(ToolResultPart(call_id=p.call_id, text=raw(p.call_id), is_error=p.is_error, images=p.images),)))
-                    answered.add(p.call_id)
-                    if p.call_id in pending_after:
-                        pending_after.remove(p.call_id)
+        content: list[Part] = [p for p in head.parts if isinstance(p, (TextPart, ImagePart)) and (not isinstance(p, TextPart) or p.text.strip())]
+        if u.kind == "observation":
+            if head.role is Role.ASSISTANT:
+                out.append(WireMessage(role="assistant", parts=tuple(content) or (TextPart(text="(no text)"),), name=head.speaker_label))
+            out.extend(WireMessage(role="user", parts=(TextPart(text=raw(c.call_id) or "(empty)"),)) for c in u.calls)
             continue
-        if m.kind == MessageKind.OBSERVATION:
-            body = "\n".join(raw(p.call_id) for p in m.parts if isinstance(p, ToolResultPart)) or "\n".join(p.text for p in m.parts if isinstance(p, TextPart))
-            out.append(WireMessage(role="user", parts=(TextPart(text=body or "(empty)"),)))
+        if u.kind == "exchange":
+            content.extend(ToolCallPart(call_id=c.call_id, tool_name=c.tool_name, arguments_json=c.arguments_json) for c in u.calls)
+            out.append(WireMessage(role="assistant", parts=tuple(content), name=head.speaker_label))
+            for c in u.calls:
+                a = arts.get(c.call_id)
+                out.append(WireMessage(role="tool", parts=(ToolResultPart(call_id=c.call_id, text=raw(c.call_id), is_error=bool(a and a.is_error)),)))
             continue
-        parts: list[Part] = [p for p in m.parts if isinstance(p, (TextPart, ImagePart)) and (not isinstance(p, TextPart) or p.text.strip())]
-        if m.role is Role.ASSISTANT:
-            tool_parts = [p for p in m.parts if isinstance(p, ToolCallPart) and not p.call_id.startswith("obs_")]
-            parts.extend(tool_parts)
-            pending_after = [p.call_id for p in tool_parts]
-            if not parts:
-                parts = [TextPart(text="(no text)")]
-            out.append(WireMessage(role="assistant", parts=tuple(parts), name=m.speaker_label))
-        else:
-            out.append(WireMessage(role="user", parts=tuple(parts) or (TextPart(text="(empty)"),), name=m.speaker_label))
-    if pending_after:
-        out.extend(WireMessage(role="tool", parts=(ToolResultPart(call_id=c, text=NO_RESULT),)) for c in pending_after)
+        role = "assistant" if head.role is Role.ASSISTANT else "user"
+        out.append(WireMessage(role=role, parts=tuple(content) or (TextPart(text="(empty)"),), name=head.speaker_label))
     return NeutralRequest(system=tuple(system), messages=tuple(out), tools=tools), count
 
 

@@ -27,8 +27,8 @@ class Unit:
 
     Attributes:
         kind: ``"system"``, ``"user"``, ``"assistant"``, ``"exchange"``, ``"observation"``
-            (a text action and its observation) or ``"runtime"`` (progress/meta lines,
-            never sent).
+            (a text action and its observation) or ``"runtime"`` (progress, meta and
+            session-summary lines: kept in the ledger, never sent).
         messages: the nodes, in order (assistant turn first, then results).
         calls: the turn's tool calls in call order.
         artifacts: call id → artifact.
@@ -98,7 +98,7 @@ def build_units(messages: list[Message], calls_by_message: dict[str, list[ToolCa
             continue
         if msg.role in (Role.SYSTEM, Role.DEVELOPER):
             kind = "system"
-        elif msg.kind in (MessageKind.PROGRESS, MessageKind.META):
+        elif msg.kind in (MessageKind.PROGRESS, MessageKind.META, MessageKind.SUMMARY):
             kind = "runtime"
         elif msg.kind == MessageKind.OBSERVATION:
             kind = "observation"
