@@ -52,11 +52,39 @@ def _encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.Encoding(**params)
 
 
+CHUNK_THRESHOLD_CHARS = 256 * 1024
+"""Texts longer than this (characters) are counted in newline-aligned chunks."""
+CHUNK_CHARS = 64 * 1024
+
+
+def _chunks(text: str) -> list[str]:
+    """Split ``text`` after newlines into pieces of at most ``CHUNK_CHARS`` characters
+    (a longer line is cut at its last space before the limit, else at the limit)."""
+    out: list[str] = []
+    start = 0
+    n = len(text)
+    while start < n:
+        end = min(n, start + CHUNK_CHARS)
+        if end < n:
+            cut = text.rfind("\n", start, end)
+            if cut <= start:
+                cut = text.rfind(" ", start, end)
+            if cut > start:
+                end = cut + 1
+        out.append(text[start:end])
+        start = end
+    return out
+
+
 class Tokenizer:
     """Counts tokens of text with one encoding.
 
     ``count`` memoises recent strings (an LRU of 65,536 entries) so repeated renders of
-    the same record are not re-tokenised.
+    the same record are not re-tokenised.  Counts are exact for texts up to 256 KiB
+    characters; longer texts (multi-megabyte tool output) are counted as the sum over
+    newline-aligned chunks of at most 64 KiB, which differs from the exact count by at
+    most a token per chunk boundary and keeps counting linear (BPE on one giant
+    unbroken line is not).
     """
 
     def __init__(self, encoding_name: str = DEFAULT_ENCODING) -> None:
@@ -67,7 +95,9 @@ class Tokenizer:
     def _count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._enc.encode(text, disallowed_special=()))
+        if len(text) <= CHUNK_THRESHOLD_CHARS:
+            return len(self._enc.encode(text, disallowed_special=()))
+        return sum(len(self._enc.encode(c, disallowed_special=())) for c in _chunks(text))
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (special tokens are encoded as plain text)."""

@@ -523,6 +523,7 @@ class Assembler:
         marker as a last resort.
         """
         chosen = list(pieces)
+        self._reshaped: set[str] = set()
         notes = sorted(retrieval, key=lambda p: p.order)
         steps = [s.value for s in self.policy.budget.drop_order] + ["truncate"]
         large = max(64, self.policy.tool_output.max_tokens // 4)
@@ -559,8 +560,10 @@ class Assembler:
         sysb = system
         req = build(chosen, notes, sysb)
         total = exact(req)
+        rounds = 0
         for step in steps[:-1]:
-            while total > budget:
+            while total > budget and rounds < 400:
+                rounds += 1
                 est = total
                 progressed = False
                 while est > budget:
@@ -628,13 +631,15 @@ class Assembler:
                 ev.omit_unit(p.unit, OmissionReason.STALE, "drop order: expired memory")
             return p.cost
         if step == "large_tool_results_to_refs":
-            big = sorted((p for p in chosen if p.raw_artifacts and not p.mandatory and p.unit is not None and self._max_raw_tokens(p) > large), key=lambda p: (-p.cost, p.order))
-            if not big:
-                return None
-            p = big[0]
-            i = chosen.index(p)
-            chosen[i] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
-            return max(1, p.cost - chosen[i].cost)
+            big = sorted((p for p in chosen if p.raw_artifacts and not p.mandatory and p.unit is not None and p.unit.key not in self._reshaped and self._max_raw_tokens(p) > large), key=lambda p: (-p.cost, p.order))
+            for p in big:
+                self._reshaped.add(p.unit.key)  # type: ignore[union-attr]
+                shaped = self._render_unit(p.unit, ev.quiet(), raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
+                if shaped.cost >= p.cost:
+                    continue
+                chosen[chosen.index(p)] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
+                return p.cost - shaped.cost
+            return None
         if step == "compress_old_history":
             old = [p for p in chosen if not p.mandatory and p.bucket in ("retrieval", "tool_results", "long_term_memory")]
             if old:
@@ -672,9 +677,12 @@ class Assembler:
         return best
 
     def _last_resort(self, chosen: list[_Piece], ev: Evaluator, over: int) -> bool:
-        for p in sorted((p for p in chosen if p.raw_artifacts and p.unit is not None), key=lambda p: -p.cost):
-            i = chosen.index(p)
-            chosen[i] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
+        for p in sorted((p for p in chosen if p.raw_artifacts and p.unit is not None and p.unit.key not in self._reshaped), key=lambda p: -p.cost):
+            self._reshaped.add(p.unit.key)  # type: ignore[union-attr]
+            shaped = self._render_unit(p.unit, ev.quiet(), raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
+            if shaped.cost >= p.cost:
+                continue
+            chosen[chosen.index(p)] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
             return True
         biggest = max(chosen, key=lambda p: p.cost, default=None)
         if biggest is None or biggest.cost < 64:

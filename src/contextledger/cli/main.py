@@ -255,3 +255,7 @@ def main() -> None:  # pragma: no cover - console entry
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

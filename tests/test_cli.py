@@ -1,0 +1,161 @@
+"""The command line: JSON shapes, clean errors (never a traceback) and no half-imported
+conversation on malformed input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import real_data_dir
+from contextledger.cli.main import app
+from contextledger.providers.registry import validate_payload
+
+runner = CliRunner()
+TAU = real_data_dir() / "tau-bench-airline-gpt4o" / "task002_trial2_idx102.json"
+
+
+def cli(home: Path, *args: str) -> tuple[int, str]:
+    res = runner.invoke(app, ["--home", str(home), *args])
+    return res.exit_code, res.output
+
+
+def conversations(home: Path) -> list[dict[str, object]]:
+    code, out = cli(home, "conversations", "--json")
+    assert code == 0
+    return list(json.loads(out))
+
+
+def test_import_assemble_explain_rehydrate_json(tmp_path: Path) -> None:
+    code, out = cli(tmp_path, "import", str(TAU), "--json")
+    assert code == 0, out
+    [imp] = json.loads(out)
+    assert imp["format"] == "openai-chat" and imp["created"] is True
+    assert {"conversation_id", "messages", "tool_calls", "artifacts", "notes"} <= set(imp)
+    [row] = conversations(tmp_path)
+    assert row["conversation_id"] == imp["conversation_id"] and row["tool_calls"] == imp["tool_calls"]
+
+    out_file = tmp_path / "asm.json"
+    code, out = cli(tmp_path, "assemble", imp["conversation_id"], "--provider", "anthropic", "--budget", "3000", "--now", "2024-05-15T12:00:00Z", "--json", "--out", str(out_file), "--trace")
+    assert code == 0, out
+    data = json.loads(out)
+    assert json.loads(out_file.read_text()) == data
+    for key in ("assembly_id", "policy_version", "assembler_version", "replay_tokens", "assembled_tokens", "selected", "omitted", "timings_ms", "payload"):
+        assert key in data
+    assert set(data["payload"]) <= {"system", "messages", "tools"} and "messages" in data["payload"]
+    assert validate_payload("anthropic", data["payload"]) == []
+    assert data["assembled_tokens"] <= 3000 < data["replay_tokens"]
+    assert data["trace"], "--trace keeps the per-record decision chain"
+
+    code, out = cli(tmp_path, "explain", data["assembly_id"], "--json")
+    assert code == 0
+    expl = json.loads(out)
+    assert expl["summary"] == data["omitted"]
+    some = next(iter(expl["records"]))
+    code, out = cli(tmp_path, "explain", data["assembly_id"], "--record", some)
+    assert code == 0 and some in out
+
+    code, out = cli(tmp_path, "import", str(TAU), "--json")
+    assert json.loads(out)[0]["created"] is False
+
+    # rehydrate: exact bytes of a large (blob) artifact
+    from contextledger.ledger import Ledger
+
+    led = Ledger.open(home=tmp_path)
+    arts = led.store.artifacts(led.scope(), imp["conversation_id"])
+    led.close()
+    art = max(arts, key=lambda a: a.size_bytes)
+    target = tmp_path / "raw.bin"
+    code, out = cli(tmp_path, "rehydrate", art.id, "--out", str(target))
+    assert code == 0
+    import hashlib
+
+    assert "sha256:" + hashlib.sha256(target.read_bytes()).hexdigest() == art.sha256
+
+
+MALFORMED = {
+    "truncated-middle.jsonl": (b'{"role":"user","content":"hi"}\n{"role":"assistant","content":"he\n{"role":"user","content":"x"}\n', "line 2"),
+    "unknown-role.json": (json.dumps([{"role": "user", "content": "a"}, {"role": "wizard", "content": "b"}]).encode(), "unknown role 'wizard'"),
+    "empty.jsonl": (b"", "file is empty"),
+    "binary.json": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
+    "wrong-shape.json": (json.dumps({"foo": [1, 2]}).encode(), "expected"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_input_gives_clear_error_and_leaves_nothing(tmp_path: Path, name: str) -> None:
+    data, needle = MALFORMED[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    home = tmp_path / "home"
+    code, out = cli(home, "import", str(path))
+    assert code == 1
+    assert "Traceback" not in out
+    assert str(path) in out.replace("\n", "") and needle.lower() in out.lower()
+    assert conversations(home) == []
+
+
+def test_orphan_tool_result_is_kept_and_explained(tmp_path: Path) -> None:
+    path = tmp_path / "orphan.json"
+    path.write_text(json.dumps([
+        {"role": "user", "content": "check"},
+        {"role": "tool", "tool_call_id": "call_nowhere", "content": "stray output"},
+        {"role": "assistant", "content": "done"},
+    ]))
+    code, out = cli(tmp_path / "home", "import", str(path), "--json")
+    assert code == 0, out
+    [imp] = json.loads(out)
+    assert any("call_nowhere" in n for n in imp["notes"])
+
+
+def test_truncated_last_line_is_skipped_with_a_note(tmp_path: Path) -> None:
+    src = (real_data_dir() / "marot-spotter" / "short.jsonl").read_bytes()
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(src[: len(src) - 40])
+    code, out = cli(tmp_path / "home", "import", str(path), "--json")
+    assert code == 0, out
+    [imp] = json.loads(out)
+    assert any("truncated" in n for n in imp["notes"])
+
+
+def test_fifty_megabyte_tool_output(tmp_path: Path) -> None:
+    big = "x" * (50 * 1024 * 1024 - 17) + "\nERROR: disk full"
+    msgs = [
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_big", "type": "function", "function": {"name": "run", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_big", "content": big},
+        {"role": "assistant", "content": "it failed"},
+    ]
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(msgs))
+    home = tmp_path / "home"
+    code, out = cli(home, "import", str(path), "--json")
+    assert code == 0, out
+    [imp] = json.loads(out)
+    code, out = cli(home, "assemble", imp["conversation_id"], "--json", "--budget", "2000")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["assembled_tokens"] <= 2000
+    assert validate_payload("openai-chat", data["payload"]) == []
+    from contextledger.ledger import Ledger
+
+    led = Ledger.open(home=home)
+    [art] = led.store.artifacts(led.scope(), imp["conversation_id"])
+    assert art.size_bytes == len(big.encode()) and art.blob_key is not None
+    assert led.rehydrate(art.id) == big.encode()
+    led.close()
+
+
+def test_unknown_ids_are_clean_errors(tmp_path: Path) -> None:
+    for args in (["assemble", "conv_nope"], ["explain", "asm_nope"], ["rehydrate", "art_nope"]):
+        code, out = cli(tmp_path, *args)
+        assert code == 1 and "not found" in out and "Traceback" not in out
+
+
+def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "contextledger.cli.main", "--help"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "assemble" in proc.stdout
