@@ -34,9 +34,9 @@ def explain_assembly(ledger: Ledger, scope: Scope, assembly_id: str, *, record_i
     by_record: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for d in decisions:
         by_record[str(d["record_id"])].append({k: v for k, v in d.items() if k != "record_id"})
-    for d in stored:
-        if d.record_id and not any(x.get("decision") == d.decision and x.get("reason") == d.reason for x in by_record.get(d.record_id, [])):
-            by_record[d.record_id].append({"family": d.family.value, "decision": d.decision, "reason": d.reason, **d.detail})
+    for dec in stored:
+        if dec.record_id and not any(x.get("decision") == dec.decision and x.get("reason") == dec.reason for x in by_record.get(dec.record_id, [])):
+            by_record[dec.record_id].append({"family": dec.family.value, "decision": dec.decision, "reason": dec.reason, **dec.detail})
     out: dict[str, Any] = {
         "assembly_id": record.id,
         "conversation_id": record.conversation_id,

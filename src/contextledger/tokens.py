@@ -44,11 +44,11 @@ def _encoding(name: str) -> tiktoken.Encoding:
     ranks = _load_ranks(name)
     with _lock:
         original = public.load_tiktoken_bpe
-        public.load_tiktoken_bpe = lambda *_a, **_k: ranks  # type: ignore[assignment]
+        public.load_tiktoken_bpe = lambda *_a, **_k: ranks
         try:
             params = builders[name]()
         finally:
-            public.load_tiktoken_bpe = original  # type: ignore[assignment]
+            public.load_tiktoken_bpe = original
     return tiktoken.Encoding(**params)
 
 

@@ -54,7 +54,7 @@ from contextledger.records.enums import (
     ToolCallStatus,
 )
 from contextledger.records.models import ContextAssembly, Participant, ToolArtifact, ToolCall
-from contextledger.records.parts import TextPart, ThinkingPart
+from contextledger.records.parts import Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from contextledger.store.base import Scope
 from contextledger.tokens import get_tokenizer
 
@@ -501,10 +501,10 @@ class Assembler:
                 text = getattr(p, "text", None)
                 if isinstance(text, str):
                     total += self.tok.count(text)
-                if p.kind == "tool_call":
-                    total += self.tok.count(p.tool_name) + self.tok.count(p.arguments_json) + self.tok.count(p.call_id) + 8  # type: ignore[union-attr]
-                elif p.kind == "tool_result":
-                    total += self.tok.count(p.call_id) + 4  # type: ignore[union-attr]
+                if isinstance(p, ToolCallPart):
+                    total += self.tok.count(p.tool_name) + self.tok.count(p.arguments_json) + self.tok.count(p.call_id) + 8
+                elif isinstance(p, ToolResultPart):
+                    total += self.tok.count(p.call_id) + 4
                 elif p.kind == "image":
                     total += 85
         return total
@@ -534,7 +534,7 @@ class Assembler:
             if ordered:
                 msgs.extend(ordered[0].messages)
             if ns:
-                lines = [n.messages[0].parts[0].text for n in sorted(ns, key=lambda n: n.order)]  # type: ignore[union-attr]
+                lines = [_first_text(n.messages[0]) for n in sorted(ns, key=lambda n: n.order)]
                 msgs.append(retrieval_block(lines))
             for p in ordered[1:]:
                 msgs.extend(p.messages)
@@ -690,12 +690,13 @@ class Assembler:
         target = max(32, biggest.cost - over - 16)
         new_msgs: list[WireMessage] = []
         for m in biggest.messages:
-            parts = []
+            parts: list[Part] = []
+            share = max(16, target // max(1, len(biggest.messages)))
             for part in m.parts:
                 if isinstance(part, TextPart) and self.tok.count(part.text) > 48:
-                    parts.append(TextPart(text=self._cut(part.text, max(16, target // max(1, len(biggest.messages))), m.ref)))
-                elif getattr(part, "kind", "") == "tool_result" and isinstance(getattr(part, "text", None), str) and self.tok.count(part.text) > 48:  # type: ignore[union-attr]
-                    parts.append(part.model_copy(update={"text": self._cut(part.text, max(16, target // max(1, len(biggest.messages))), m.ref)}))  # type: ignore[union-attr]
+                    parts.append(TextPart(text=self._cut(part.text, share, m.ref)))
+                elif isinstance(part, ToolResultPart) and part.text is not None and self.tok.count(part.text) > 48:
+                    parts.append(part.model_copy(update={"text": self._cut(part.text, share, m.ref)}))
                 else:
                     parts.append(part)
             new_msgs.append(WireMessage(role=m.role, parts=tuple(parts), name=m.name, ref=m.ref))
@@ -817,3 +818,11 @@ class Assembler:
             carry = max(0, limit - u)
             report[name] = {"used": u, "limit": limit}
         return report
+
+
+def _first_text(msg: WireMessage) -> str:
+    """The text of a message's first text part ("" when it has none)."""
+    for p in msg.parts:
+        if isinstance(p, TextPart):
+            return p.text
+    return ""

@@ -10,6 +10,8 @@ agent does not send them either).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from contextledger.assembly.candidates import CandidateSet
 from contextledger.assembly.units import build_units
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
@@ -78,7 +80,7 @@ def replay_request(store: SqlStore, scope: Scope, cands: CandidateSet, tools: tu
                 a = arts.get(c.call_id)
                 out.append(WireMessage(role="tool", parts=(ToolResultPart(call_id=c.call_id, text=raw(c.call_id), is_error=bool(a and a.is_error)),)))
             continue
-        role = "assistant" if head.role is Role.ASSISTANT else "user"
+        role: Literal["user", "assistant"] = "assistant" if head.role is Role.ASSISTANT else "user"
         out.append(WireMessage(role=role, parts=tuple(content) or (TextPart(text="(empty)"),), name=head.speaker_label))
     return NeutralRequest(system=tuple(system), messages=tuple(out), tools=tools), count
 

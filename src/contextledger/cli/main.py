@@ -19,6 +19,7 @@ from rich.table import Table
 
 from contextledger.cli.common import console, emit_json, fail_cleanly, parse_now, state
 from contextledger.errors import ContextLedgerError, InputError
+from contextledger.store.base import Scope
 
 app = typer.Typer(
     name="contextledger",
@@ -41,7 +42,7 @@ def _global(
     state._ledger = None
 
 
-def _scope():  # type: ignore[no-untyped-def]
+def _scope() -> Scope:
     return state.ledger().scope(state.tenant)
 
 
