@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from contextledger.assembly.assembler import AssemblyResult
     from contextledger.ingest.loader import ImportResult
     from contextledger.ingest.recorder import Recorder
+    from contextledger.policy.constraints import Violation
     from contextledger.policy.model import Policy
+    from contextledger.policy.rules import Rule
 
 __all__ = ["DEFAULT_TENANT", "Ledger"]
 
@@ -194,6 +196,66 @@ class Ledger:
         from contextledger.explain import explain_assembly
 
         return explain_assembly(self, scope or self.scope(), assembly_id, record_id=record_id)
+
+    def add_rules(self, conversation_id: str, rules: Sequence[Rule], *, scope: Scope | None = None, branch_id: str | None = None) -> int:
+        """Attach rules (project files, organisation policy …) to a conversation; the
+        assembler applies them by authority and scope.  Returns how many were new
+        (idempotent on rule id)."""
+        scope = scope or self.scope()
+        self.store.get_conversation(scope, conversation_id)
+        n = 0
+        with self.store.writer(scope) as w:
+            for r in rules:
+                n += int(w.add_rule(r.id, conversation_id, branch_id, r.order, r.model_dump(mode="json")))
+        return n
+
+    def load_project_rules(self, conversation_id: str, root: str | Path, *, touched_paths: Sequence[str] = (), touched_tools: Sequence[str] = (), scope: Scope | None = None) -> int:
+        """Load ``AGENTS.md`` / ``CLAUDE.md`` and path-scoped rule files under ``root``
+        (seed 001 §6 problem 4) and attach them to the conversation."""
+        from contextledger.policy.rules import load_rule_files
+
+        return self.add_rules(conversation_id, load_rule_files(Path(root), touched_paths, touched_tools), scope=scope)
+
+    def rules(self, conversation_id: str, *, scope: Scope | None = None) -> list[Rule]:
+        """Every rule attached to a conversation (pinned user constraints included)."""
+        from contextledger.policy.rules import Rule
+
+        bodies = self.store.rule_bodies(scope or self.scope(), conversation_id)
+        return [Rule.model_validate({k: v for k, v in b.items() if not k.startswith("_")}) for b in bodies]
+
+    def check_tool_call(self, conversation_id: str, tool_name: str, arguments: dict[str, Any], *, scope: Scope | None = None) -> list[Violation]:
+        """Hard-constraint check the caller runs *before* a tool executes (seed 001 §6
+        problem 4: hard constraints are enforced by the runtime).  Returns violations;
+        empty means allowed."""
+        from contextledger.policy.constraints import check_tool_call
+
+        return check_tool_call(self.rules(conversation_id, scope=scope), tool_name, arguments)
+
+    def apply_retention(self, artifact_id: str, *, reason: str, actor: str = "retention", scope: Scope | None = None) -> None:
+        """Delete an artifact's raw payload (retention, seed 000 §4.15): the row keeps its
+        sha256, size and memory; the inline text and the blob (unless another artifact
+        shares it) are removed; a retention PolicyDecision records who and why.  Later
+        assemblies omit the raw payload with reason ``retention_deleted``."""
+        import sqlalchemy as sa
+
+        from contextledger.ids import new_id
+        from contextledger.records.enums import PolicyFamily
+        from contextledger.records.models import PolicyDecision
+        from contextledger.store import schema as S
+
+        scope = scope or self.scope()
+        art = self.store.get_artifact(scope, artifact_id)
+        now = datetime.now(UTC)
+        with self.store.writer(scope) as w:
+            w.update_artifact(art.model_copy(update={"deleted_at": now, "inline_text": None}))
+            w.conn.execute(S.tool_artifacts.update().where(S.tool_artifacts.c.id == art.id, S.tool_artifacts.c.tenant_id == scope.tenant_id).values(inline_text=None))
+            w.add_decision(PolicyDecision(id=new_id("dec"), tenant_id=scope.tenant_id, conversation_id=art.conversation_id, family=PolicyFamily.RETENTION, decision="delete_payload", record_id=art.id, reason=reason, actor=actor, created_at=now))
+            shared = 0
+            if art.blob_key:
+                t = S.tool_artifacts
+                shared = int(w.conn.execute(sa.select(sa.func.count()).where(t.c.blob_key == art.blob_key, t.c.id != art.id, t.c.inline_text.is_(None))).scalar_one())
+        if art.blob_key and not shared and hasattr(self.store.blobs, "delete"):
+            self.store.blobs.delete(art.blob_key)
 
     def participants_named(self, scope: Scope, conversation_id: str, names: Sequence[str]) -> list[str]:
         """Ids of the participants whose name or id is in ``names``."""

@@ -45,6 +45,8 @@ from contextledger.assembly.render import (
 from contextledger.assembly.units import Unit, build_units
 from contextledger.errors import InputError, NotFoundError
 from contextledger.ids import new_id
+from contextledger.policy.authority import resolve_authority
+from contextledger.policy.rules import Rule
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
 from contextledger.records.enums import (
     OmissionReason,
@@ -112,6 +114,7 @@ class AssemblyResult:
             "buckets": r.buckets,
             "stable_prefix_hash": r.stable_prefix_hash,
             "prefix_change": r.prefix_change,
+            "rule_conflicts": r.rule_conflicts,
             "timings_ms": r.timings_ms,
             "payload": self.payload,
             **({"trace": r.trace} if r.trace is not None else {}),
@@ -187,7 +190,8 @@ class Assembler:
 
         ev = Evaluator(self.policy, provider=provider, now=now, viewer=viewer, participants=cands.participants)
         units = build_units(cands.messages, cands.calls_by_message, cands.artifacts, cands.memories)
-        system = system_blocks(cands.messages, [r for r in cands.rules if ev.rule_visible(r, cands.branch_id, cands.segments)])
+        rules, rule_conflicts = self._rules(cands, ev)
+        system = system_blocks(cands.messages, rules)
         tools = self._tool_schemas(cands, viewer)
         pieces, retrieval = self._pieces(cands, units, ev, now, budget)
         request, selected, rehydrated = self._select(system, tools, pieces, retrieval, ev, budget, provider, scope, count_payload_tokens, serialize)
@@ -210,7 +214,7 @@ class Assembler:
         prev = self.store.latest_assembly(scope, conversation_id, cands.branch_id, viewer.id if viewer else None) if persist else None
         prefix_change = None
         if prev is not None and prev.stable_prefix_hash != prefix_hash:
-            prefix_change = {"previous_assembly_id": prev.id, "previous_hash": prev.stable_prefix_hash, "reason": "system prompt, rules or pinned constraints changed"}
+            prefix_change = self._prefix_change(scope, prev, system)
         record = ContextAssembly(
             id=new_id("asm"),
             tenant_id=scope.tenant_id,
@@ -238,6 +242,7 @@ class Assembler:
             decisions_summary=ev.decision_counts(),
             stable_prefix_hash=prefix_hash,
             prefix_change=prefix_change,
+            rule_conflicts=rule_conflicts,
             timings_ms={
                 "query": round((t1 - t0) * 1000, 3),
                 "policy_eval": round((t2 - t1) * 1000, 3),
@@ -255,6 +260,63 @@ class Assembler:
         return AssemblyResult(record=record, payload=payload, request=request, trace=decisions)
 
     # ------------------------------------------------------------------------------------
+    def _rules(self, cands: CandidateSet, ev: Evaluator) -> tuple[list[Rule], list[dict[str, Any]]]:
+        """Rules in force for this request (seed 001 §4.2, §6 problem 4).
+
+        Pinned user constraints and unscoped rules always apply; situational (scoped)
+        rules only when a tool call in view touched a matching path or tool.  Conflicts
+        are resolved by the policy's authority chain; losers are omitted with reason
+        ``authority_overridden`` and every conflict (winner, losers, reason) is recorded.
+        """
+        from contextledger.policy.constraints import touched_paths
+
+        paths: set[str] = set()
+        tools: set[str] = set()
+        for c in cands.calls:
+            tools.add(c.tool_name)
+            try:
+                args = json.loads(c.arguments_json)
+            except ValueError:
+                continue
+            if isinstance(args, dict):
+                paths.update(touched_paths(args))
+        applicable: list[Rule] = []
+        for body in cands.rules:
+            if not ev.rule_visible(body, cands.branch_id, cands.segments):
+                continue
+            rule = Rule.model_validate({k: v for k, v in body.items() if not k.startswith("_")})
+            if rule.scoped and not rule.pinned and not rule.applies_to(sorted(paths), sorted(tools)):
+                ev.omit_record(rule.id, "rule", OmissionReason.SITUATIONAL_NOT_MATCHED, "no path or tool in view matches its scope")
+                continue
+            applicable.append(rule)
+        applicable.sort(key=lambda r: (r.order, r.id))
+        res = resolve_authority(applicable, self.policy.authority.chain)
+        for r in res.losers:
+            ev.omit_record(r.id, "rule", OmissionReason.AUTHORITY_OVERRIDDEN, res.loser_reason(r.id) or "overridden")
+        for r in res.winners:
+            ev.include(r.id, "rule", Shape.RAW, "system_rules")
+        conflicts = [{"key": c.key, "winner": c.winner_id, "losers": list(c.loser_ids), "reason": c.reason} for c in res.conflicts]
+        return list(res.winners), conflicts
+
+    def _prefix_change(self, scope: Scope, prev: ContextAssembly, system: tuple[str, ...]) -> dict[str, Any]:
+        """Where the stable prefix first differs from the previous assembly's, and why."""
+        _, payload = self.store.get_assembly(scope, prev.id)
+        old = ""
+        if payload:
+            sysval = payload.get("system")
+            if isinstance(sysval, str):
+                old = sysval
+            else:
+                msgs = payload.get("messages") or []
+                if msgs and msgs[0].get("role") == "system":
+                    old = str(msgs[0].get("content") or "")
+        new = "\n\n".join(system)
+        pos = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+        before = new[:pos]
+        block = before.count("\n\n")
+        reason = "pinned constraints changed" if "Constraints stated by the user" in new[max(0, pos - 200) : pos + 200] else ("rules changed" if "Rules:" in new[max(0, pos - 200) : pos + 200] else "system prompt changed")
+        return {"previous_assembly_id": prev.id, "previous_hash": prev.stable_prefix_hash, "first_difference_char": pos, "block_index": block, "reason": reason}
+
     def _viewer(self, cands: CandidateSet, participant_id: str | None) -> Participant | None:
         """The participant to assemble for.  Default: the conversation's only root
         participant (the main agent, or the child of a subagent-only transcript); with

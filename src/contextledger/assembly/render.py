@@ -9,9 +9,10 @@ slot — only :func:`system_blocks` does, and only from trusted records.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from contextledger.policy.rules import Rule
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import AuthorityLevel, Role
 from contextledger.records.models import Message, ToolArtifact, ToolCall, ToolMemory
@@ -84,21 +85,23 @@ def observation_text(call: ToolCall, body: str) -> str:
     return f"{head}:\n{body}"
 
 
-def system_blocks(messages: list[Message], rules: list[dict[str, object]]) -> tuple[str, ...]:
-    """Stable prefix blocks: trusted system text, then rules, then pinned constraints
-    (verbatim), each sorted by a stable key."""
+def system_blocks(messages: list[Message], rules: Sequence[Rule]) -> tuple[str, ...]:
+    """Stable prefix blocks: trusted system text, then rules in force (project and
+    organisation rules by authority, then source), then pinned user constraints verbatim
+    (oldest first).  Only records with system authority or rules from trusted sources get
+    here; tool output and imported text never do."""
     blocks: list[str] = []
     for m in messages:
         if m.authority is AuthorityLevel.SYSTEM and m.role in (Role.SYSTEM, Role.DEVELOPER):
             text = "\n".join(p.text for p in m.parts if isinstance(p, TextPart)).strip()
             if text:
                 blocks.append(text)
-    project = sorted((r for r in rules if not r.get("pinned")), key=lambda r: (str(r.get("authority")), str(r.get("id"))))
+    project = sorted((r for r in rules if not r.pinned), key=lambda r: (list(AuthorityLevel).index(r.authority), r.source, r.order, r.id))
     if project:
-        blocks.append("Rules:\n" + "\n".join(f"- {r.get('text')}" for r in project))
-    pinned = sorted((r for r in rules if r.get("pinned")), key=lambda r: (int(r.get("_seq", 0)), str(r.get("id"))))  # type: ignore[call-overload]
+        blocks.append("Rules:\n" + "\n".join(f"- {r.text}" for r in project))
+    pinned = sorted((r for r in rules if r.pinned), key=lambda r: (r.order, r.id))
     if pinned:
-        blocks.append("Constraints stated by the user (verbatim, still in force):\n" + "\n".join(f"- {r.get('text')}" for r in pinned))
+        blocks.append("Constraints stated by the user (verbatim, still in force):\n" + "\n".join(f"- {r.text}" for r in pinned))
     return tuple(blocks)
 
 

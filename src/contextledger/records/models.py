@@ -450,6 +450,7 @@ class ContextAssembly(Record):
     decisions_summary: dict[str, int] = Field(default_factory=dict)
     stable_prefix_hash: str | None = None
     prefix_change: dict[str, Any] | None = None
+    rule_conflicts: list[dict[str, Any]] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     trace: list[dict[str, Any]] | None = None
     payload_sha256: str | None = None
