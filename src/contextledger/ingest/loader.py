@@ -9,6 +9,12 @@
   observation, linked to the assistant message that issued the action.
 * Imported text is untrusted: only a system message at the head of the transcript may
   reach the system slot, and only with ``trust_system_prompt``.
+* Participant boundaries (seed 000 §4.9, §4.14): a child subagent's records (sidechains,
+  ``subagents/agent-*.jsonl``) are ``audit_only``; the main participant's records are
+  ``branch`` context.  A tool result whose message carries ``child_report_for`` (the
+  Task tool's final report) is the *promoted child report*: a PolicyDecision of family
+  ``promotion`` with actor ``"import"`` links it to the child participant, so a parent
+  assembly shows the report and never the child's raw records.
 
 Re-importing the same bytes finds the existing conversation (content key) and writes
 nothing.
@@ -27,12 +33,21 @@ from contextledger.ids import new_id
 from contextledger.records.enums import (
     AuthorityLevel,
     MessageKind,
+    PolicyFamily,
     Role,
     RuntimeIsolationPolicy,
     RuntimeKind,
     Visibility,
 )
-from contextledger.records.models import Branch, Conversation, Message, Participant, ToolCall
+from contextledger.records.models import (
+    Branch,
+    Conversation,
+    Message,
+    Participant,
+    PolicyDecision,
+    ToolCall,
+    ToolMemory,
+)
 from contextledger.records.parts import ImagePart, Part, TextPart, ToolResultPart
 from contextledger.store.base import Scope
 from contextledger.store.blobs import sha256_key
@@ -63,6 +78,7 @@ class ImportResult:
     pending_calls: int = 0
     branches: int = 1
     participants: int = 1
+    promoted_reports: int = 0
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -78,6 +94,7 @@ class ImportResult:
             "pending_calls": self.pending_calls,
             "branches": self.branches,
             "participants": self.participants,
+            "promoted_reports": self.promoted_reports,
             "notes": self.notes,
         }
 
@@ -213,9 +230,9 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
         if m.kind == MessageKind.OBSERVATION:
             text = "\n".join(p.text for p in m.parts if isinstance(p, TextPart))
             blob_keys[f"{m.key}:obs"] = ledger.put_blob_if_large(text.encode("utf-8"))
-        for bkey, data in m.attachments.items():
-            if sha256_key(data) != bkey:
-                raise ImportFormatError(t.path, m.source_ref or None, f"attachment hash mismatch for {bkey}")
+        for attachment_key, data in m.attachments.items():
+            if sha256_key(data) != attachment_key:
+                raise ImportFormatError(t.path, m.source_ref or None, f"attachment hash mismatch for {attachment_key}")
             ledger.store.blobs.put(data)
     for m in t.messages:
         for p in m.parts:
@@ -223,6 +240,7 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
                 raise ImportFormatError(t.path, m.source_ref or None, f"image {p.blob_key} has no bytes")
 
     rec = Recorder(ledger, scope)
+    rec.remember_participants(list(parts_by_key.values()))
     result = ImportResult(conversation_id=conv_id, path=t.path, format=t.format, created=True, notes=list(t.notes))
     with store.writer(scope) as w:
         if not w.add_conversation(conv, root_branch):
@@ -230,8 +248,8 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
             raise ImportFormatError(t.path, None, f"imported concurrently as {other.id if other else '?'}")
         for b in branches[1:]:
             w.add_branch(b)
-        for p in parts_by_key.values():
-            w.add_participant(p)
+        for participant_record in parts_by_key.values():
+            w.add_participant(participant_record)
         w.allocate_seq(conv_id, len(keys))
         calls: dict[str, ToolCall] = {}
         msg_ids: dict[str, str] = {}
@@ -270,11 +288,16 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part]), "parent_message_id": msg.parent_message_id})
                 w.add_message(msg)
                 result.messages += 1
-                rec.write_result(
+                _, _, mem = rec.write_result(
                     w, conv, call, (res.text or "").encode("utf-8"), blob_key=bkey, is_error=res.is_error, result_message=msg,
-                    artifact_id=art_id, visibility=visibility if is_child else None, observed_at=im.created_at,
+                    artifact_id=art_id, visibility=visibility, observed_at=im.created_at,
                 )
                 result.artifacts += 1
+                report_for = im.metadata.get("child_report_for")
+                child = parts_by_key.get(report_for) if isinstance(report_for, str) else None
+                if child is not None and not is_child:
+                    w.add_decision(_report_decision(msg, art_id, mem, child, now))
+                    result.promoted_reports += 1
                 continue
             if im.kind == MessageKind.OBSERVATION and im.role is Role.USER:
                 obs_n += 1
@@ -296,7 +319,7 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
                 w.add_tool_call(call)
                 rec.write_result(
                     w, conv, call, text.encode("utf-8"), blob_key=bkey, result_message=msg, artifact_id=art_id,
-                    visibility=visibility if is_child else None, observed_at=im.created_at, action_text=action or None,
+                    visibility=visibility, observed_at=im.created_at, action_text=action or None,
                 )
                 result.messages += 1
                 result.tool_calls += 1
@@ -317,6 +340,25 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
         result.branches = len(branches)
         result.participants = max(1, len(parts_by_key))
     return result
+
+
+def _report_decision(msg: Message, artifact_id: str, memory: ToolMemory, child: Participant, now: datetime) -> PolicyDecision:
+    """The promotion decision linking a parent's Task result to the child it reports on
+    (seed 000 §4.14: the child's final report is visible to the parent resume)."""
+    return PolicyDecision(
+        id=new_id("dec"), tenant_id=msg.tenant_id, conversation_id=msg.conversation_id, family=PolicyFamily.PROMOTION,
+        decision="promote", record_id=msg.id, reason="promoted", actor="import",
+        detail={
+            "kind": "child_report",
+            "why": "the Task tool result carries the child's final report",
+            "child_participant_id": child.id,
+            "child_participant": child.name,
+            "artifact_id": artifact_id,
+            "memory_ids": [memory.id],
+            "source_ref": msg.source_ref,
+        },
+        created_at=now,
+    )
 
 
 def _authority(im: ImportedMessage, i: int, first_non_system: int, trust_system_prompt: bool) -> AuthorityLevel:

@@ -62,7 +62,11 @@ from contextledger.tokens import get_tokenizer
 if TYPE_CHECKING:
     from contextledger.ledger import Ledger
 
-__all__ = ["Recorder", "ToolCallSpec", "message_token_count"]
+__all__ = ["TERMINAL_RUN_STATUSES", "Recorder", "ToolCallSpec", "message_token_count"]
+
+TERMINAL_RUN_STATUSES = frozenset({"completed", "failed", "timeout"})
+"""ModelRun statuses after which a run produces nothing more (seed 000 §4.14: a child's
+generated-file handles become parent-visible only once its run is in one of these)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,6 +120,60 @@ class Recorder:
         self.ledger = ledger
         self.store = ledger.store
         self.scope = scope
+        self._participants: dict[str, Participant] = {}
+
+    # -- ownership defaults (seed 000 §4.9) --------------------------------------------
+    def participant(self, conversation_id: str, participant_id: str) -> Participant:
+        """The participant ``participant_id`` of ``conversation_id`` (cached per recorder).
+
+        Raises:
+            NotFoundError: no such participant in the conversation.
+        """
+        p = self._participants.get(participant_id)
+        if p is None or p.conversation_id != conversation_id:
+            found = [x for x in self.store.participants(self.scope, conversation_id) if x.id == participant_id]
+            if not found:
+                raise NotFoundError("participant", participant_id)
+            p = found[0]
+            self._participants[participant_id] = p
+        return p
+
+    def remember_participants(self, participants: Sequence[Participant]) -> None:
+        """Seed the participant cache with records written in an open transaction
+        (the importer writes participants and their results in one transaction)."""
+        for p in participants:
+            self._participants[p.id] = p
+
+    def is_child(self, conversation_id: str, participant_id: str | None) -> bool:
+        """Whether ``participant_id`` is a child subagent (its state is audit-only)."""
+        if participant_id is None:
+            return False
+        p = self.participant(conversation_id, participant_id)
+        return p.runtime_kind is RuntimeKind.SUBAGENT_CHILD or p.isolation_policy is RuntimeIsolationPolicy.CHILD_AUDIT_ONLY
+
+    def default_visibility(self, conversation_id: str, participant_id: str | None, *, run_state: bool) -> Visibility:
+        """The visibility a record gets when the caller names none (seed 000 §4.9, §4.14).
+
+        * no owning participant: ``branch``;
+        * a child subagent's records: ``audit_only`` until promoted;
+        * run state (a turn that requests tool calls, tool results) of a participant
+          with ``participant`` isolation: ``participant_private`` — visible to its owner
+          and the continuation that needs it, never to siblings;
+        * everything else (finalised visible output, ``shared`` isolation): ``branch``.
+        """
+        if participant_id is None:
+            return Visibility.BRANCH
+        if self.is_child(conversation_id, participant_id):
+            return Visibility.AUDIT_ONLY
+        p = self.participant(conversation_id, participant_id)
+        if run_state and p.isolation_policy is RuntimeIsolationPolicy.PARTICIPANT:
+            return Visibility.PARTICIPANT_PRIVATE
+        return Visibility.BRANCH
+
+    def _runtime_kind(self, conversation_id: str, participant_id: str | None, given: RuntimeKind | None) -> RuntimeKind:
+        if given is not None:
+            return given
+        return RuntimeKind.SUBAGENT_CHILD if self.is_child(conversation_id, participant_id) else RuntimeKind.CHAT
 
     # -- conversations, branches, participants -------------------------------------
     def start_conversation(
@@ -302,17 +360,21 @@ class Recorder:
         branch_id: str | None = None,
         participant_id: str | None = None,
         kind: MessageKind = MessageKind.CHAT,
-        visibility: Visibility = Visibility.BRANCH,
+        visibility: Visibility | None = None,
         privacy_class: PrivacyClass = PrivacyClass.INTERNAL,
         speaker_label: str | None = None,
-        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
+        runtime_kind: RuntimeKind | None = None,
         content_key: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        model_run_id: str | None = None,
     ) -> Message:
         """Append a message to a branch (default: the conversation's active branch).
 
         ``content`` is plain text or typed parts.  A ``content_key`` makes the call
         idempotent: recording the same key twice returns the first message.
+        ``visibility`` defaults to ``audit_only`` for a child subagent's messages and
+        ``branch`` otherwise (a participant's private notes pass ``participant_private``);
+        ``runtime_kind`` defaults to ``subagent_child`` for a child, else ``chat``.
 
         Raises:
             InputError: a system message from this method (use ``start_conversation``)
@@ -327,11 +389,13 @@ class Recorder:
             existing = self._by_content_key(conversation_id, content_key)
             if existing is not None:
                 return existing
+        vis = visibility or self.default_visibility(conversation_id, participant_id, run_state=False)
+        rk = self._runtime_kind(conversation_id, participant_id, runtime_kind)
         with self.store.writer(self.scope) as w:
             msg = self._add_message(
                 w, conv, self._branch_of(conv, branch_id), role, parts, kind=kind, participant_id=participant_id,
-                visibility=visibility, privacy_class=privacy_class, speaker_label=speaker_label, runtime_kind=runtime_kind,
-                content_key=content_key, metadata=metadata,
+                model_run_id=model_run_id, visibility=vis, privacy_class=privacy_class, speaker_label=speaker_label,
+                runtime_kind=rk, content_key=content_key, metadata=metadata,
             )
         self._pin_user_constraints(msg)
         return msg
@@ -349,7 +413,7 @@ class Recorder:
         return rows[0] if rows else None
 
     def _pin_user_constraints(self, msg: Message) -> None:
-        if msg.role is not Role.USER:
+        if msg.role is not Role.USER or msg.visibility is not Visibility.BRANCH:
             return
         self.ledger.pin_constraints_from(self.scope, msg)
 
@@ -364,8 +428,13 @@ class Recorder:
         runtime_kind: RuntimeKind = RuntimeKind.CHAT,
         assembly_id: str | None = None,
         job_id: str | None = None,
+        parent_model_run_id: str | None = None,
     ) -> ModelRun:
-        """Record the start of one provider-facing generation attempt."""
+        """Record the start of one provider-facing generation attempt (status ``running``).
+
+        ``job_id`` names the scheduled job that created the turn; ``parent_model_run_id``
+        the parent run of a child subagent (seed 000 §4.13).
+        """
         conv = self.store.get_conversation(self.scope, conversation_id)
         run = ModelRun(
             id=new_id("run"),
@@ -378,12 +447,35 @@ class Recorder:
             runtime_kind=runtime_kind,
             assembly_id=assembly_id,
             job_id=job_id,
+            parent_model_run_id=parent_model_run_id,
             status="running",
             started_at=_now(),
         )
         with self.store.writer(self.scope) as w:
             w.add_model_run(run)
         return run
+
+    def finish_model_run(self, conversation_id: str, run_id: str, status: str = "completed", *, usage: Mapping[str, Any] | None = None) -> ModelRun:
+        """Close a run with a terminal ``status`` (``completed`` / ``failed`` / ``timeout``).
+
+        Raises:
+            NotFoundError: unknown run in this conversation.
+            InputError: ``status`` is not terminal, or the run is already finished.
+        """
+        from contextledger.graph._writes import update_model_run
+
+        if status not in TERMINAL_RUN_STATUSES:
+            raise InputError(f"run status {status!r} is not terminal; expected one of {sorted(TERMINAL_RUN_STATUSES)}")
+        runs = [r for r in self.store.model_runs(self.scope, conversation_id) if r.id == run_id]
+        if not runs:
+            raise NotFoundError("model run", run_id)
+        run = runs[0]
+        if run.status in TERMINAL_RUN_STATUSES:
+            raise InputError(f"model run {run_id} already finished ({run.status})")
+        done = run.model_copy(update={"status": status, "finished_at": _now(), "usage": dict(usage or run.usage)})
+        with self.store.writer(self.scope) as w:
+            update_model_run(w, done)
+        return done
 
     def record_assistant(
         self,
@@ -395,10 +487,14 @@ class Recorder:
         participant_id: str | None = None,
         model_run_id: str | None = None,
         speaker_label: str | None = None,
-        visibility: Visibility = Visibility.BRANCH,
-        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
+        visibility: Visibility | None = None,
+        runtime_kind: RuntimeKind | None = None,
     ) -> tuple[Message, list[ToolCall]]:
         """Record an assistant turn and the tool calls it requested (status pending).
+
+        ``visibility`` defaults by ownership (seed 000 §4.9): a child subagent's turn is
+        ``audit_only``; a participant's turn that requests tool calls is run state,
+        ``participant_private``; finalised text output is ``branch`` context.
 
         Re-recording a provider ``call_id`` already recorded in the conversation is
         idempotent: the existing call is returned and nothing is duplicated.
@@ -423,10 +519,12 @@ class Recorder:
         if text:
             parts.append(TextPart(text=text))
         parts.extend(ToolCallPart(call_id=s.call_id, tool_name=s.tool_name, arguments_json=s.arguments_json) for s in specs)
+        vis = visibility or self.default_visibility(conversation_id, participant_id, run_state=bool(specs))
+        rk = self._runtime_kind(conversation_id, participant_id, runtime_kind)
         with self.store.writer(self.scope) as w:
             msg = self._add_message(
                 w, conv, self._branch_of(conv, branch_id), Role.ASSISTANT, parts, participant_id=participant_id,
-                model_run_id=model_run_id, speaker_label=speaker_label, visibility=visibility, runtime_kind=runtime_kind,
+                model_run_id=model_run_id, speaker_label=speaker_label, visibility=vis, runtime_kind=rk,
             )
             calls = self.add_calls(w, msg)
         return msg, calls
@@ -528,9 +626,13 @@ class Recorder:
         action_text: str | None = None,
         status: ToolCallStatus | None = None,
         artifact_id: str | None = None,
+        message_metadata: Mapping[str, Any] | None = None,
     ) -> tuple[Message, ToolArtifact, ToolMemory]:
         """Within ``w``'s transaction: artifact row, result message (unless given),
-        call status, memory.  ``blob_key`` must already hold ``raw`` when not ``None``."""
+        call status, memory.  ``blob_key`` must already hold ``raw`` when not ``None``.
+
+        ``visibility`` defaults by ownership (:meth:`default_visibility`, run state): the
+        artifact, its result message and its memory share it."""
         now = _now()
         text: str | None
         try:
@@ -542,8 +644,8 @@ class Recorder:
         inline = text if blob_key is None else None
         new_status = status or (ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED)
         seq = result_message.seq if result_message is not None else w.allocate_seq(conv.id)
-        child = call.participant_id is not None and self.ledger.is_child_participant(self.scope, conv.id, call.participant_id)
-        vis = visibility or (Visibility.AUDIT_ONLY if child else Visibility.BRANCH)
+        child = self.is_child(conv.id, call.participant_id)
+        vis = visibility or self.default_visibility(conv.id, call.participant_id, run_state=True)
         art = ToolArtifact(
             id=artifact_id or new_id("art"),
             tenant_id=self.scope.tenant_id,
@@ -580,7 +682,8 @@ class Recorder:
             msg = self._add_message(
                 w, conv, call.branch_id, Role.TOOL, [part], participant_id=call.participant_id,
                 model_run_id=call.model_run_id, visibility=vis, privacy_class=privacy_class, seq=seq,
-                parent_message_id=call.message_id, created_at=observed_at,
+                parent_message_id=call.message_id, created_at=observed_at, metadata=message_metadata,
+                runtime_kind=RuntimeKind.SUBAGENT_CHILD if child else RuntimeKind.CHAT,
             )
         else:
             msg = result_message
@@ -589,7 +692,9 @@ class Recorder:
         w.update_tool_call(call.model_copy(update={"status": new_status, "result_message_id": msg.id, "resolved_at": now}))
         mem = self.ledger.derive_memory(art, text if text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text)
         if child:
-            mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": Visibility.AUDIT_ONLY})
+            mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": vis, "runtime_kind": RuntimeKind.SUBAGENT_CHILD})
+        elif mem.visibility_scope is not vis:
+            mem = mem.model_copy(update={"visibility_scope": vis})
         w.add_memory(mem)
         self.ledger.link_new_memory(w, self.scope, mem)
         return msg, art, mem
@@ -631,8 +736,11 @@ class Recorder:
         participant_id: str | None = None,
         branch_id: str | None = None,
         visibility: Visibility = Visibility.BRANCH,
+        model_run_id: str | None = None,
     ) -> SkillState:
-        """Record the skills, profile and usable tools visible to a run."""
+        """Record the skills, profile and usable tools visible to a run (a first-class
+        record on the branch; :func:`contextledger.graph.resume.resume_state` restores the
+        newest one)."""
         conv = self.store.get_conversation(self.scope, conversation_id)
         with self.store.writer(self.scope) as w:
             s = SkillState(
@@ -642,6 +750,7 @@ class Recorder:
                 branch_id=self._branch_of(conv, branch_id),
                 seq=w.allocate_seq(conversation_id),
                 participant_id=participant_id,
+                model_run_id=model_run_id,
                 loaded_skills=tuple(loaded_skills),
                 active_profile=active_profile,
                 usable_tools=tuple(sorted(usable_tools)),
@@ -657,10 +766,20 @@ class Recorder:
 
         ``fields`` are ContinuationCheckpoint fields (``pending_call_ids``,
         ``subagent_batch_id``, ``retry_contract`` …); ``branch_id`` defaults to the active
-        branch.
+        branch and ``owner_participant_id`` to ``participant_id`` (a checkpoint is
+        participant-private run state by default, seed 000 §4.9).
+
+        Raises:
+            NotFoundError: unknown conversation or branch.
         """
         conv = self.store.get_conversation(self.scope, conversation_id)
         branch_id = fields.pop("branch_id", None) or conv.active_branch_id
+        self.store.get_branch(self.scope, branch_id)
+        if fields.get("owner_participant_id") is None and fields.get("participant_id") is not None:
+            fields["owner_participant_id"] = fields["participant_id"]
+        for key in ("pending_call_ids", "subagent_run_ids", "promoted_report_ids"):
+            if key in fields:
+                fields[key] = tuple(fields[key])
         with self.store.writer(self.scope) as w:
             c = ContinuationCheckpoint(
                 id=new_id("ckpt"),
