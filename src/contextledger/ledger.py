@@ -246,8 +246,16 @@ class Ledger:
         scope = scope or self.scope()
         art = self.store.get_artifact(scope, artifact_id)
         now = datetime.now(UTC)
+        mems = self.store.memories(scope, art.conversation_id, artifact_ids=[art.id])
         with self.store.writer(scope) as w:
             w.update_artifact(art.model_copy(update={"deleted_at": now, "inline_text": None}))
+            for m in mems:
+                # a derived memory may quote the payload: keep only metadata and provenance
+                w.update_memory(m.model_copy(update={
+                    "summary": f"{m.source_tool} {m.status.value}: payload deleted by retention ({art.size_bytes:,} bytes, {art.sha256[:19]})",
+                    "payload": {"retention": "deleted", "size_bytes": art.size_bytes, "sha256": art.sha256},
+                    "limits": f"payload deleted by retention: {reason}",
+                }))
             w.conn.execute(S.tool_artifacts.update().where(S.tool_artifacts.c.id == art.id, S.tool_artifacts.c.tenant_id == scope.tenant_id).values(inline_text=None))
             w.add_decision(PolicyDecision(id=new_id("dec"), tenant_id=scope.tenant_id, conversation_id=art.conversation_id, family=PolicyFamily.RETENTION, decision="delete_payload", record_id=art.id, reason=reason, actor=actor, created_at=now))
             shared = 0

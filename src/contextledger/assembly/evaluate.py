@@ -254,10 +254,9 @@ class Evaluator:
         tool = fr.tools.get(mem.source_tool)
         seconds = tool.stale_after if tool is not None and tool.stale_after is not None else getattr(fr.stale_after, mem.freshness_class.value)
         basis = mem.verified_at or mem.observed_at
-        deadline = None if seconds is None or seconds < 0 else basis + timedelta(seconds=seconds)
-        if mem.stale_after is not None and mem.verified_at is None:
-            deadline = mem.stale_after if deadline is None else min(deadline, mem.stale_after)
-        return deadline
+        # the policy in force decides (its version is on the assembly); the memory's own
+        # ``stale_after`` is the default it was derived with
+        return None if seconds is None or seconds < 0 else basis + timedelta(seconds=seconds)
 
     def _stale_mode(self, mem: ToolMemory) -> str:
         tool = self.policy.freshness.tools.get(mem.source_tool)
