@@ -16,10 +16,15 @@ indexed read per recorded result.
 
 from __future__ import annotations
 
-from contextledger.memory.links import add_conflict, resolve_write, supersede
+from contextledger.memory.links import (
+    add_conflict,
+    annotate_test_file_versions,
+    resolve_write,
+    supersede,
+)
 from contextledger.records.enums import ResolutionState
 from contextledger.records.models import ToolMemory
-from contextledger.store.base import Scope
+from contextledger.store.base import LineageSegment, Scope
 from contextledger.store.sql import SqlStore, Writer
 
 __all__ = ["link_on_write"]
@@ -39,10 +44,13 @@ def _hash(m: ToolMemory) -> str | None:
 
 def link_on_write(store: SqlStore, w: Writer, scope: Scope, new: ToolMemory) -> None:
     """Update links between ``new`` (already inserted) and earlier memories of its subject
-    on the same lineage.  Writes through ``w`` (same transaction)."""
+    on the same lineage, and tie a test run to the file versions it ran against.  Writes
+    through ``w`` (same transaction)."""
     if not new.subject_key:
         return
     segments = store.lineage(scope, new.branch_id, conn=w.conn)
+    if _kind(new) == "test_run":
+        new = _tie_file_versions(store, w, scope, new, segments)
     earlier = [m for m in store.memories(scope, new.conversation_id, segments, subject_keys=[new.subject_key], conn=w.conn) if m.seq < new.seq and m.id != new.id]
     if not earlier:
         return
@@ -66,6 +74,16 @@ def link_on_write(store: SqlStore, w: Writer, scope: Scope, new: ToolMemory) -> 
         w.update_memory(updated_old)
     if current is not new:
         w.update_memory(current)
+
+
+def _tie_file_versions(store: SqlStore, w: Writer, scope: Scope, new: ToolMemory, segments: list[LineageSegment]) -> ToolMemory:
+    """Record on a test-run memory the file versions known when it ran (seed 001 §6
+    problem 3): one indexed read of the lineage's file memories (newest 200)."""
+    files = store.memories(scope, new.conversation_id, segments, subject_prefix="file:", last=200, conn=w.conn)
+    tied = annotate_test_file_versions([*[m for m in files if m.seq < new.seq], new])[-1]
+    if tied.payload != new.payload:
+        w.update_memory(tied)
+    return tied
 
 
 def _append(limits: str | None, note: str) -> str:
