@@ -36,7 +36,7 @@ def test_privacy_restricted_raw_never_sent_safe_summary_kept(led: Ledger) -> Non
     rec = led.recorder()
     conv = rec.start_conversation(system_prompt="assistant")
     rec.record_message(conv.id, "user", "what's on my calendar?")
-    _, art, mem = call(rec, conv.id, "g1", "gcal_list", {"day": "today"}, '{"events":[{"id":"ev1","title":"SECRET-BOARD-MEETING"}]}', privacy_class=PrivacyClass.GOOGLE_USER_DATA, observed_at=T0)
+    _, art, _mem = call(rec, conv.id, "g1", "gcal_list", {"day": "today"}, '{"events":[{"id":"ev1","title":"SECRET-BOARD-MEETING"}]}', privacy_class=PrivacyClass.GOOGLE_USER_DATA, observed_at=T0)
     res = led.assemble(conv.id, provider="anthropic", now=T0 + timedelta(minutes=1), trace=True)
     body = text_of(res.payload)
     assert "SECRET-BOARD-MEETING" not in body
