@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from contextledger.assembly.candidates import CandidateSet, collect_candidates
 from contextledger.assembly.evaluate import Evaluator, MemoryView
 from contextledger.assembly.render import (
+    DATA_BANNER,
     artifact_ref,
     assistant_turn,
     call_narration,
@@ -49,6 +50,7 @@ from contextledger.policy.authority import resolve_authority
 from contextledger.policy.rules import Rule
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
 from contextledger.records.enums import (
+    MessageKind,
     OmissionReason,
     Role,
     RuntimeKind,
@@ -363,8 +365,19 @@ class Assembler:
     def _pieces(self, cands: CandidateSet, units: list[Unit], ev: Evaluator, now: datetime, budget: int) -> tuple[list[_Piece], list[_Piece]]:
         """Render every unit (raw for the tail, shaped before it) and the retrieval notes."""
         visible_units: list[Unit] = []
+        comp = cands.compaction
+        covered_to = int(comp.metadata["covers"]["to_seq"]) if comp is not None else -1
+        protected_keys = self._protected(units)
         for u in units:
             if u.kind == "system":
+                continue
+            head = u.messages[0]
+            if head.kind == MessageKind.COMPACTION and head.metadata.get("handoff_format"):
+                if comp is None or head.id != comp.id:
+                    ev.omit_unit(u, OmissionReason.COMPACTED, "an older compaction, replaced by the newest one")
+                continue
+            if u.seq <= covered_to and u.key not in protected_keys:
+                ev.omit_unit(u, OmissionReason.COMPACTED, f"covered by compaction {comp.id if comp else ''}")
                 continue
             if u.kind == "runtime":
                 ev.omit_unit(u, OmissionReason.RUNTIME_ONLY, "progress/meta records are runtime-only")
@@ -376,7 +389,7 @@ class Assembler:
         # ``max_share`` of the budget (long agent turns); older units are shaped
         turn_starts = [i for i, u in enumerate(visible_units) if u.is_turn_start]
         k = self.policy.recent_tail.min_turns
-        tail_start = turn_starts[-k] if len(turn_starts) >= k and k > 0 else (turn_starts[0] if turn_starts else 0)
+        tail_start = turn_starts[-k] if len(turn_starts) >= k and k > 0 else 0
         first_user = turn_starts[0] if turn_starts else None
         current = turn_starts[-1] if turn_starts else None
         protected = self._protected(visible_units)
@@ -411,6 +424,10 @@ class Assembler:
             piece = self._render_unit(u, ev, raw=in_tail or u.key in protected, bucket=bucket, mandatory=mandatory, order=(u.seq, i))
             in_view_memories.update(m.id for m in u.memories.values())
             pieces.append(piece)
+        if comp is not None:
+            msg = WireMessage(role="user", parts=(TextPart(text=DATA_BANNER + "\n" + _first_text_of(comp)),), ref=comp.id)
+            ev.include(comp.id, "message", Shape.SUMMARY, "current_input_task_state")
+            pieces.append(_Piece(unit=None, messages=[msg], cost=self._cost([msg]), bucket="current_input_task_state", shape=Shape.SUMMARY, mandatory=True, order=(covered_to, -1)))
         state = runtime_state_text(cands.skill_state, cands.checkpoint, now)
         if state:
             msg = WireMessage(role="user", parts=(TextPart(text=state),), ref=(cands.checkpoint or cands.skill_state).id if (cands.checkpoint or cands.skill_state) else None)  # type: ignore[union-attr]
@@ -418,6 +435,9 @@ class Assembler:
         retrieval: list[_Piece] = []
         for mem in cands.memories:
             if mem.id in in_view_memories:
+                continue
+            if mem.seq <= covered_to:
+                ev.omit_record(mem.id, "memory", OmissionReason.COMPACTED, "summarised by the compaction")
                 continue
             view = ev.memory_view(mem)
             if view is None:
@@ -853,6 +873,8 @@ class Assembler:
         for p in sorted(selected, key=lambda p: p.order):
             if p.unit is not None:
                 refs.extend(m.id for m in p.unit.messages)
+            elif not p.memory_ids:
+                refs.extend(m.ref for m in p.messages if m.ref)
             refs.extend(p.memory_ids)
             refs.extend(a for a in p.raw_artifacts)
         seen: set[str] = set()
@@ -880,6 +902,11 @@ class Assembler:
             carry = max(0, limit - u)
             report[name] = {"used": u, "limit": limit}
         return report
+
+
+def _first_text_of(msg: Any) -> str:
+    """Text of a stored message's text parts."""
+    return "\n".join(p.text for p in msg.parts if isinstance(p, TextPart))
 
 
 def _first_text(msg: WireMessage) -> str:

@@ -60,6 +60,7 @@ class CandidateSet:
     lineage_min_seq: int
     out_of_lineage: dict[str, int] = field(default_factory=dict)
     window_start_seq: int = 0
+    compaction: Message | None = None
 
     @property
     def calls_by_message(self) -> dict[str, list[ToolCall]]:
@@ -147,6 +148,9 @@ def collect_candidates(
         skills = store.skill_states(scope, conversation_id, segments, conn)
         checkpoints = store.checkpoints(scope, conversation_id, segments, conn)
         outside = _count_outside(conn, scope, conversation_id, segments)
+        compactions = store.messages(scope, conversation_id, segments, kinds=["compaction"], last=8, conn=conn)
+        ours = [m for m in compactions if m.metadata.get("handoff_format") and isinstance(m.metadata.get("covers"), dict)]
+        compaction = ours[-1] if ours else None
     return CandidateSet(
         conversation=conv,
         branch_id=branch,
@@ -163,6 +167,7 @@ def collect_candidates(
         lineage_min_seq=totals["min_seq"],
         out_of_lineage=outside,
         window_start_seq=window_start,
+        compaction=compaction,
     )
 
 

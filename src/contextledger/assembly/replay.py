@@ -59,6 +59,8 @@ def replay_request(store: SqlStore, scope: Scope, cands: CandidateSet, tools: tu
         if u.kind == "runtime":
             continue
         head = u.messages[0]
+        if head.metadata.get("handoff_format"):
+            continue  # our own compaction records are not part of the transcript
         count += len(u.messages)
         if u.kind == "system":
             text = "\n".join(p.text for p in head.parts if isinstance(p, TextPart))

@@ -1,0 +1,52 @@
+"""A compaction replaces the history it covers in assembled requests; pinned constraints
+stay verbatim beside it and compacted records stay rehydratable (seed 001 §6 problem 5, §10)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from contextledger.compaction.api import compact
+from contextledger.ledger import Ledger
+from contextledger.providers.registry import validate_payload
+
+NOW = datetime(2026, 7, 1, tzinfo=UTC)
+
+
+def build(led: Ledger) -> str:
+    rec = led.recorder()
+    conv = rec.start_conversation(system_prompt="You are a coding agent.")
+    rec.record_message(conv.id, "user", "Fix the login redirect. Don't change the public API.")
+    for i in range(12):
+        rec.record_assistant(conv.id, text=f"step {i}", tool_calls=[{"call_id": f"c{i}", "tool_name": "Bash", "arguments": {"command": f"grep -rn redirect src/part{i}"}}])
+        rec.record_tool_result(conv.id, f"c{i}", f"src/part{i}/a.ts:{i}: redirect(OLD-DETAIL-{i})\n" * 20, observed_at=NOW)
+    rec.record_message(conv.id, "user", "continue")
+    return conv.id
+
+
+def test_compaction_replaces_covered_history_and_keeps_constraints(tmp_path: Path) -> None:
+    led = Ledger.open(home=tmp_path)
+    cid = build(led)
+    before = led.assemble(cid, provider="anthropic", budget_tokens=4000, now=NOW)
+    c1 = compact(led, led.scope(), cid, keep_recent_units=3, now=NOW)
+    after = led.assemble(cid, provider="anthropic", budget_tokens=4000, now=NOW, trace=True)
+    body = json.dumps(after.payload)
+    assert "Don't change the public API." in after.payload["system"]
+    assert c1.message.id in after.record.selected_refs
+    assert after.record.omitted["compacted"] > 0
+    assert "OLD-DETAIL-0" not in body and "OLD-DETAIL-11" in body
+    assert validate_payload("anthropic", after.payload) == []
+    assert after.record.assembled_tokens <= before.record.assembled_tokens
+    # a second compaction supersedes the first in the request
+    rec = led.recorder()
+    for i in range(12, 16):
+        rec.record_assistant(cid, text=f"step {i}", tool_calls=[{"call_id": f"c{i}", "tool_name": "Bash", "arguments": {"command": f"ls src/part{i}"}}])
+        rec.record_tool_result(cid, f"c{i}", f"file{i}.ts\n", observed_at=NOW)
+    c2 = compact(led, led.scope(), cid, keep_recent_units=2, now=NOW)
+    again = led.assemble(cid, provider="anthropic", budget_tokens=4000, now=NOW)
+    assert c2.message.id in again.record.selected_refs and c1.message.id not in again.record.selected_refs
+    assert "Don't change the public API." in again.payload["system"]
+    # compacted records remain rehydratable
+    art = led.store.artifacts(led.scope(), cid, call_ids=["c0"])[0]
+    assert led.rehydrate(art.id).decode().startswith("src/part0/a.ts:0: redirect(OLD-DETAIL-0)")
