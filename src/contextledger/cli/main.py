@@ -241,9 +241,10 @@ def demo_cmd(
 
 
 def _register_groups() -> None:
-    from contextledger.cli import policy_cmd
+    from contextledger.cli import compact_cmd, policy_cmd
 
     app.add_typer(policy_cmd.app, name="policy")
+    app.add_typer(compact_cmd.app, name="compact")
 
 
 _register_groups()
