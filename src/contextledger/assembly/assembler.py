@@ -183,7 +183,8 @@ class Assembler:
         t0 = time.perf_counter()
         cands = collect_candidates(
             self.store, scope, conversation_id, branch_id,
-            recent_window=self.policy.candidates.recent_window, max_candidates=self.policy.candidates.max_candidates,
+            recent_window=min(self.policy.candidates.recent_window, max(40, budget // 40)),
+            max_candidates=min(self.policy.candidates.max_candidates, max(50, budget // 25)),
         )
         if now is None:
             now = self._default_now(cands)
@@ -381,6 +382,9 @@ class Assembler:
                 continue
             if u.kind == "runtime":
                 ev.omit_unit(u, OmissionReason.RUNTIME_ONLY, "progress/meta records are runtime-only")
+                continue
+            if u.kind == "cut":
+                ev.omit_unit(u, OmissionReason.BUDGET, "its turn is older than the candidate window")
                 continue
             if not ev.unit_visible(u):
                 continue
@@ -693,17 +697,20 @@ class Assembler:
             low = [n for n in notes if n.confidence < self.policy.promotion.auto_min_confidence]
             if not low:
                 return None
-            n = low[0]
-            notes.remove(n)
-            ev.omit_record(n.memory_ids[0], "memory", OmissionReason.LOW_CONFIDENCE, "drop order: low-confidence retrieval")
-            return n.cost
+            # the whole class goes at once (linear, not one scan per dropped line)
+            drop = {id(n) for n in low}
+            notes[:] = [n for n in notes if id(n) not in drop]
+            for n in low:
+                ev.omit_record(n.memory_ids[0], "memory", OmissionReason.LOW_CONFIDENCE, "drop order: low-confidence retrieval")
+            return sum(n.cost for n in low)
         if step == "expired_memory":
             exp = [n for n in notes if n.stale]
             if exp:
-                n = exp[0]
-                notes.remove(n)
-                ev.omit_record(n.memory_ids[0], "memory", OmissionReason.STALE, "drop order: expired memory")
-                return n.cost
+                drop = {id(n) for n in exp}
+                notes[:] = [n for n in notes if id(n) not in drop]
+                for n in exp:
+                    ev.omit_record(n.memory_ids[0], "memory", OmissionReason.STALE, "drop order: expired memory")
+                return sum(n.cost for n in exp)
             olds = [p for p in chosen if p.stale and not p.mandatory and p.bucket != "recent_tail"]
             if not olds:
                 return None

@@ -56,7 +56,7 @@ def replay_request(store: SqlStore, scope: Scope, cands: CandidateSet, tools: tu
     out: list[WireMessage] = []
     count = 0
     for u in build_units(messages, by_msg, arts, []):
-        if u.kind == "runtime":
+        if u.kind in ("runtime", "cut"):
             continue
         head = u.messages[0]
         if head.metadata.get("handoff_format"):

@@ -27,8 +27,9 @@ class Unit:
 
     Attributes:
         kind: ``"system"``, ``"user"``, ``"assistant"``, ``"exchange"``, ``"observation"``
-            (a text action and its observation) or ``"runtime"`` (progress, meta and
-            session-summary lines: kept in the ledger, never sent).
+            (a text action and its observation), ``"runtime"`` (progress, meta and
+            session-summary lines: kept in the ledger, never sent) or ``"cut"`` (a result
+            whose requesting turn lies before the candidate window).
         messages: the nodes, in order (assistant turn first, then results).
         calls: the turn's tool calls in call order.
         artifacts: call id → artifact.
@@ -106,8 +107,8 @@ def build_units(messages: list[Message], calls_by_message: dict[str, list[ToolCa
             kind = "observation" if all(c.call_id.startswith("obs_") for c in calls_by_message[msg.id]) else "exchange"
         elif msg.role is Role.ASSISTANT:
             kind = "assistant"
-        elif msg.role is Role.TOOL:
-            kind = "runtime"  # a result whose call is outside the candidate set
+        elif msg.role is Role.TOOL or (msg.kind == MessageKind.OBSERVATION and owner is not None):
+            kind = "cut"  # a result whose turn lies before the candidate window
         else:
             kind = "user"
         unit = Unit(kind=kind, messages=[msg])
