@@ -1,0 +1,159 @@
+"""Fact probes: does a serialized payload show a fact, and does it leak one?
+
+A probe is a :class:`Fact` — a short verbatim text (an id, a file handle, an error line,
+a constraint sentence) with optional alternative spellings (a call id as rewritten for a
+provider).  Probes are checked against the *text a model would read* in the payload:
+every string value of the wire shape (system text, message text, tool-call names and
+arguments, tool-result content, call ids), whitespace collapsed to single spaces.  JSON
+escaping of the payload never matters, because strings are extracted, not the JSON
+document.
+
+``must_see`` facts are what a model needs to continue correctly; ``must_not_see`` facts
+are private, stale, superseded, restricted or raw-payload facts (issue "Prove it").  A
+``must_not_see`` fact with ``outside_call_arguments=True`` is only a leak when it appears
+somewhere other than a tool call's arguments (a pre-edit line quoted in an edit call's
+``old_string`` is the edit itself, not stale content presented as current).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextledger.tokens import get_tokenizer
+
+__all__ = ["Fact", "ProbeResult", "check_probes", "facts_tokens", "normalize", "payload_texts"]
+
+_WS = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """``text`` with every whitespace run collapsed to one space, stripped."""
+    return _WS.sub(" ", text).strip()
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One probe.
+
+    Attributes:
+        text: the verbatim text that must (not) appear.
+        why: a short human reason shown in reports ("pending picker call id").
+        alternatives: other spellings that count as the same fact (e.g. provider-safe
+            call ids).
+        outside_call_arguments: for ``must_not_see`` only — ignore occurrences inside
+            tool-call arguments.
+    """
+
+    text: str
+    why: str = ""
+    alternatives: tuple[str, ...] = field(default=())
+    outside_call_arguments: bool = False
+
+    def spellings(self) -> tuple[str, ...]:
+        """``text`` and its alternatives, normalized, empty ones dropped."""
+        out = [normalize(s) for s in (self.text, *self.alternatives)]
+        return tuple(s for s in out if s)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """Outcome of :func:`check_probes`.
+
+    Attributes:
+        recall: found ``must_see`` facts / all (1.0 when there are none).
+        missing: the ``must_see`` facts not found (their ``text``).
+        leaks: number of ``must_not_see`` facts found.
+        leaked: their ``text``.
+    """
+
+    recall: float
+    missing: tuple[str, ...]
+    leaks: int
+    leaked: tuple[str, ...]
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)
+
+
+def payload_texts(payload: dict[str, Any]) -> tuple[str, str]:
+    """``(all_text, text_outside_call_arguments)`` of a provider payload, normalized.
+
+    Works for both wire shapes (OpenAI Chat ``tool_calls[].function.arguments``,
+    Anthropic ``tool_use.input``), valid or not.
+    """
+    everything: list[str] = []
+    outside: list[str] = []
+    for key, value in payload.items():
+        if key != "messages":
+            _strings(value, everything)
+            _strings(value, outside)
+            continue
+        for message in value if isinstance(value, list) else []:
+            if not isinstance(message, dict):
+                continue
+            for mkey, mval in message.items():
+                if mkey == "tool_calls" and isinstance(mval, list):
+                    for call in mval:
+                        fn = call.get("function", {}) if isinstance(call, dict) else {}
+                        args = fn.get("arguments") if isinstance(fn, dict) else None
+                        for k, v in (call.items() if isinstance(call, dict) else []):
+                            if k != "function":
+                                _strings(v, outside)
+                        if isinstance(fn, dict):
+                            _strings(fn.get("name"), outside)
+                        _strings(call, everything)
+                        if isinstance(args, str):
+                            everything.append(_decoded(args))
+                elif mkey == "content" and isinstance(mval, list):
+                    for block in mval:
+                        _strings(block, everything)
+                        if isinstance(block, dict) and block.get("type") == "tool_use":
+                            inp = block.get("input")
+                            everything.append(json.dumps(inp, ensure_ascii=False))
+                            _strings({k: v for k, v in block.items() if k != "input"}, outside)
+                        else:
+                            _strings(block, outside)
+                else:
+                    _strings(mval, everything)
+                    _strings(mval, outside)
+    return normalize("\n".join(everything)), normalize("\n".join(outside))
+
+
+def _decoded(arguments: str) -> str:
+    """Argument JSON with its string values decoded (so ``"a\\nb"`` matches ``a b``)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    out: list[str] = []
+    _strings(value, out)
+    return "\n".join(out)
+
+
+def check_probes(payload: dict[str, Any], must_see: Sequence[Fact], must_not_see: Sequence[Fact]) -> ProbeResult:
+    """Check ``must_see`` and ``must_not_see`` facts against ``payload`` (see module doc)."""
+    everything, outside = payload_texts(payload)
+    missing = tuple(f.text for f in must_see if not any(s in everything for s in f.spellings()))
+    leaked = tuple(
+        f.text for f in must_not_see if any(s in (outside if f.outside_call_arguments else everything) for s in f.spellings())
+    )
+    recall = 1.0 if not must_see else round((len(must_see) - len(missing)) / len(must_see), 4)
+    return ProbeResult(recall=recall, missing=missing, leaks=len(leaked), leaked=leaked)
+
+
+def facts_tokens(facts: Iterable[Fact]) -> int:
+    """o200k tokens of the facts' own texts (the floor no strategy can go below)."""
+    tok = get_tokenizer()
+    return sum(tok.count(f.text) for f in facts)

@@ -1,0 +1,192 @@
+"""The scale run: assembly latency and memory versus history size, recording throughput.
+
+For each size ``n`` (10², 10³, 10⁴, 10⁵ by default) one conversation is recorded with
+``n`` tool artifacts through the public :class:`~contextledger.ingest.recorder.Recorder`
+(no bulk fast path): a user turn every 25 calls, three participants (the main agent, a
+second model whose work is participant-private, a child subagent whose artifacts are
+audit-only) and a sibling branch forked every 1,000 artifacts holding 5 artifacts of
+its own.  Then the main branch is assembled ``runs`` times (OpenAI Chat, 4,000-token
+budget, fixed ``now``, not persisted, ``replay="estimate"`` — the exact replay of a
+10⁵-artifact history would dominate the measurement, so scale rows are labelled
+``replay_estimated``) and p50/p95/p99 latency (ms) are taken, plus the peak of Python
+allocations during one extra assembly (``tracemalloc``, bytes) and the size of the
+bounded candidate set (messages).
+
+Recording throughput (artifacts/s) is the wall time of recording the ``n`` inline
+results (payload ≈ 600 bytes); the blob variant records ``min(n, 1000)`` results of
+≈ 6 KB each, above the 4,096-byte inline threshold, so every payload goes to the blob
+store first.
+
+Target (issue "Prove it"): p50 ≤ 10 ms at 10⁴ artifacts on SQLite on a 2-core machine,
+and latency flat in ``n``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from contextledger.assembly.candidates import collect_candidates
+from contextledger.ledger import Ledger
+from contextledger.records.enums import RuntimeKind, Visibility
+
+__all__ = ["DEFAULT_SIZES", "ScalePoint", "build_history", "measure_point", "run_scale"]
+
+DEFAULT_SIZES = (100, 1_000, 10_000, 100_000)
+"""Artifact counts of the full scale run."""
+
+_T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+_BUDGET = 4000
+
+
+@dataclass(kw_only=True)
+class ScalePoint:
+    """One backend × size measurement (times in ms, memory in bytes, rates per second)."""
+
+    backend: str
+    artifacts: int
+    runs: int
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    mean_ms: float
+    peak_bytes: int
+    candidate_messages: int
+    assembled_tokens: int
+    replay_tokens_estimate: int
+    record_per_s: float
+    record_blob_per_s: float
+    replay_estimated: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+
+def _payload(i: int, size: int) -> str:
+    head = f"step {i}: status ok; rows={i % 97}; file=out/part_{i:06d}.csv\n"
+    body = "".join(f"{(i * 7919 + k) % 100000:05d} " for k in range(size // 6))
+    return head + body
+
+
+def build_history(ledger: Ledger, n: int, *, payload_bytes: int = 600) -> tuple[str, float]:
+    """Record a conversation with ``n`` tool artifacts (structure in the module docstring).
+
+    Returns ``(conversation_id, recording seconds)``.
+    """
+    rec = ledger.recorder()
+    conv = rec.start_conversation(title=f"scale {n}", system_prompt="You are a data pipeline agent.", runtime_kind=RuntimeKind.MULTI_MODEL)
+    main = rec.add_participant(conv.id, "agent", runtime_kind=RuntimeKind.MULTI_MODEL)
+    peer = rec.add_participant(conv.id, "reviewer", runtime_kind=RuntimeKind.MULTI_MODEL)
+    child = rec.add_participant(conv.id, "worker", runtime_kind=RuntimeKind.SUBAGENT_CHILD, parent_participant_id=main.id)
+    root = conv.root_branch_id
+    t0 = time.perf_counter()
+    last_user = rec.record_message(conv.id, "user", "Process the nightly partitions.", branch_id=root)
+    for i in range(n):
+        if i and i % 25 == 0:
+            last_user = rec.record_message(conv.id, "user", f"Continue with batch {i // 25}.", branch_id=root)
+        if i and i % 1000 == 0:
+            side = rec.fork(conv.id, last_user.id, name=f"alt {i}", activate=False)
+            for k in range(5):
+                cid = f"side_{i}_{k}"
+                rec.record_assistant(conv.id, tool_calls=[{"call_id": cid, "tool_name": "run_step", "arguments": {"step": k}}], branch_id=side.id, participant_id=main.id, visibility=Visibility.BRANCH)
+                rec.record_tool_result(conv.id, cid, _payload(i + k, payload_bytes), observed_at=_T0, visibility=Visibility.BRANCH)
+        who = (main, peer, child)[i % 3] if i % 10 == 9 else main
+        vis = Visibility.PARTICIPANT_PRIVATE if who is peer else Visibility.BRANCH
+        cid = f"c{i:06d}"
+        rec.record_assistant(conv.id, tool_calls=[{"call_id": cid, "tool_name": "run_step", "arguments": {"step": i}}], branch_id=root, participant_id=who.id, visibility=vis)
+        # the child's results keep the recorder's default (audit-only until promoted)
+        rec.record_tool_result(conv.id, cid, _payload(i, payload_bytes), observed_at=_T0 + timedelta(seconds=i), visibility=None if who is child else vis)
+    rec.record_message(conv.id, "user", "Summarise the failures so far.", branch_id=root)
+    return conv.id, time.perf_counter() - t0
+
+
+def _blob_rate(ledger: Ledger, n: int) -> float:
+    rec = ledger.recorder()
+    conv = rec.start_conversation(title="blob throughput")
+    rec.record_message(conv.id, "user", "Export every partition.")
+    t0 = time.perf_counter()
+    for i in range(n):
+        cid = f"b{i:06d}"
+        rec.record_assistant(conv.id, tool_calls=[{"call_id": cid, "tool_name": "export", "arguments": {"part": i}}])
+        rec.record_tool_result(conv.id, cid, _payload(i, 6000), observed_at=_T0)
+    return n / (time.perf_counter() - t0)
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_records: int | None = None) -> ScalePoint:
+    """Record ``n`` artifacts into ``ledger`` and measure (see module docstring)."""
+    conv_id, seconds = build_history(ledger, n)
+    now = _T0 + timedelta(days=1)
+    times: list[float] = []
+    res = None
+    for _ in range(runs + 2):
+        t0 = time.perf_counter()
+        res = ledger.assemble(conv_id, provider="openai-chat", budget_tokens=_BUDGET, now=now, persist=False, replay="estimate")
+        times.append((time.perf_counter() - t0) * 1000)
+    times = times[2:]  # two warm-up runs (caches, tokenizer)
+    tracemalloc.start()
+    ledger.assemble(conv_id, provider="openai-chat", budget_tokens=_BUDGET, now=now, persist=False, replay="estimate")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    pol = ledger.policy
+    cands = collect_candidates(ledger.store, ledger.scope(), conv_id, None, recent_window=pol.candidates.recent_window, max_candidates=pol.candidates.max_candidates)
+    assert res is not None
+    return ScalePoint(
+        backend=backend, artifacts=n, runs=runs, p50_ms=round(_pct(times, 0.5), 3), p95_ms=round(_pct(times, 0.95), 3),
+        p99_ms=round(_pct(times, 0.99), 3), mean_ms=round(statistics.fmean(times), 3), peak_bytes=peak,
+        candidate_messages=len(cands.messages), assembled_tokens=res.record.assembled_tokens,
+        replay_tokens_estimate=res.record.replay_tokens, record_per_s=round(n / seconds, 1),
+        record_blob_per_s=round(_blob_rate(ledger, blob_records if blob_records is not None else min(n, 1000)), 1),
+    )
+
+
+def run_scale(
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    backends: Sequence[str] = ("sqlite",),
+    pg_url: str | None = None,
+    runs: int = 30,
+    workdir: str | None = None,
+) -> list[ScalePoint]:
+    """Measure every size on every backend: ``"sqlite"`` (a fresh database file per size)
+    and ``"postgresql"`` (the database at ``pg_url``, one conversation per size).
+
+    Raises:
+        InputError / BackendError: ``"postgresql"`` without a reachable ``pg_url``.
+    """
+    from contextledger.errors import InputError
+
+    points: list[ScalePoint] = []
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        for backend in backends:
+            for n in sizes:
+                if backend == "sqlite":
+                    ledger = Ledger.open(f"sqlite:///{Path(tmp) / f'scale-{n}.db'}", blobs=Path(tmp) / "blobs")
+                elif backend == "postgresql":
+                    if not pg_url:
+                        raise InputError("the postgresql scale run needs --pg URL (an empty database)")
+                    ledger = Ledger.open(pg_url, blobs=Path(tmp) / "blobs")
+                else:
+                    raise InputError(f"unknown backend {backend!r}; expected sqlite or postgresql")
+                try:
+                    points.append(measure_point(ledger, backend, n, runs=runs))
+                finally:
+                    ledger.close()
+    return points

@@ -1,0 +1,95 @@
+"""``contextledger bench scenarios | real | scale`` (issue "Prove it").
+
+Each command runs one benchmark, writes ``bench-<kind>.json``, ``bench-<kind>.md`` and
+its PNG plot into ``--out`` (default ``./bench-results``) and prints the Markdown tables,
+or the JSON report with ``--json``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from contextledger.cli.common import console, emit_json, fail_cleanly
+
+app = typer.Typer(help="Benchmark contextledger against replay and peer strategies.", no_args_is_help=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report instead of the Markdown tables.")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Folder for the JSON, Markdown and PNG outputs.")]
+NoPeersOpt = Annotated[bool, typer.Option("--no-peers", help="Run contextledger only (no peer strategies).")]
+_DEFAULT_OUT = Path("bench-results")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _finish(report: dict[str, Any], out: Path, as_json: bool) -> None:
+    from contextledger.bench.report import markdown, write_report
+
+    paths = write_report(report, out)
+    if as_json:
+        emit_json(report)
+    else:
+        console.print(markdown(report), markup=False, soft_wrap=True)
+        console.print("written: " + ", ".join(str(p) for p in paths), markup=False)
+
+
+@app.command("scenarios")
+def scenarios(
+    scales: Annotated[str, typer.Option("--scales", help="History multipliers, comma separated.")] = "1,10,100",
+    case: Annotated[list[str] | None, typer.Option("--case", help="Run only this scenario (repeatable).")] = None,
+    no_peers: NoPeersOpt = False,
+    as_json: JsonOpt = False,
+    out: OutOpt = _DEFAULT_OUT,
+) -> None:
+    """The scenario suite: seed-1 … seed-6, the seed 000 §9.2 cases, the seed 001 §5 walk-through."""
+    from contextledger.bench.harness import run_scenarios
+    from contextledger.bench.report import build_report
+
+    with fail_cleanly(as_json):
+        rows = run_scenarios(_ints(scales), case or None, [] if no_peers else None)
+    _finish(build_report("scenarios", rows), out, as_json)
+
+
+@app.command("real")
+def real(
+    data: Annotated[Path | None, typer.Option("--data", help="Folder with manifest.json (default: ../shared/data/real or $CONTEXTLEDGER_REAL_DATA).")] = None,
+    budgets: Annotated[str, typer.Option("--budgets", help="Token budgets, comma separated.")] = "4000,16000",
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N supported files.")] = None,
+    max_bytes: Annotated[int | None, typer.Option("--max-bytes", help="Only files of at most this many bytes.")] = None,
+    match: Annotated[str | None, typer.Option("--match", help="Only files whose path contains this text.")] = None,
+    no_peers: NoPeersOpt = False,
+    as_json: JsonOpt = False,
+    out: OutOpt = _DEFAULT_OUT,
+) -> None:
+    """Every supported real transcript, at each budget, with mechanically derived probes."""
+    from contextledger.bench.real import real_files, run_real
+    from contextledger.bench.report import build_report
+
+    root = data or Path(os.environ.get("CONTEXTLEDGER_REAL_DATA", "../shared/data/real"))
+    with fail_cleanly(as_json):
+        files = real_files(root, limit=limit, max_bytes=max_bytes, match=match)
+        rows = run_real(files, _ints(budgets), [] if no_peers else None)
+    _finish(build_report("real", rows, files=[f.rel for f in files]), out, as_json)
+
+
+@app.command("scale")
+def scale(
+    sizes: Annotated[str, typer.Option("--sizes", help="Artifact counts, comma separated.")] = "100,1000,10000,100000",
+    backend: Annotated[list[str] | None, typer.Option("--backend", help="sqlite and/or postgresql (repeatable).")] = None,
+    pg: Annotated[str | None, typer.Option("--pg", help="URL of an empty PostgreSQL database for the postgresql backend.")] = None,
+    runs: Annotated[int, typer.Option("--runs", help="Timed assemblies per point.")] = 30,
+    as_json: JsonOpt = False,
+    out: OutOpt = _DEFAULT_OUT,
+) -> None:
+    """Assembly latency p50/p95/p99 and peak memory vs history size; recording throughput."""
+    from contextledger.bench.report import build_report
+    from contextledger.bench.scale import run_scale
+
+    with fail_cleanly(as_json):
+        points = run_scale(_ints(sizes), backends=backend or ["sqlite"], pg_url=pg, runs=runs)
+    _finish(build_report("scale", [], scale=[p.as_dict() for p in points]), out, as_json)

@@ -1,0 +1,188 @@
+"""The scenario suite at CI size (1×, plus one 10× case): contextledger's invariants are
+asserted, the peer strategies' numbers are recorded (never asserted).
+
+Where contextledger currently fails an invariant, the assertion is ``xfail(strict=True)``
+with the exact gap (see ``KNOWN_GAPS``); the scenarios themselves are not weakened.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from contextledger.bench.harness import CONTEXTLEDGER, run_scenarios
+from contextledger.bench.lenient import lenient_payload
+from contextledger.bench.probes import Fact, check_probes, payload_texts
+from contextledger.bench.report import build_report, markdown, write_report
+from contextledger.bench.scenarios import all_scenarios
+from contextledger.bench.scenarios.base import SEED_REPLAY_TOKENS, seed_budget
+from contextledger.bench.strategies import all_strategies
+from contextledger.cli.bench_cmd import app
+from contextledger.providers.base import NeutralRequest, WireMessage
+from contextledger.providers.registry import validate_payload
+from contextledger.records.parts import TextPart, ToolCallPart, ToolResultPart
+
+CASES = [s.name for s in all_scenarios()]
+SEEDS = [s.name for s in all_scenarios() if s.seed_scenario]
+STRATEGIES = [CONTEXTLEDGER, *(s.name for s in all_strategies())]
+
+KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("seed-1", "reduction"): "assembled 123 tokens > budget 102: the pending picker's recovery text (≈400-char argument echo) is mandatory and not shortened",
+    ("seed-2", "recall"): "file handles file_8KQ2/file_P9Z1 and paths dropped; payload keeps only the first and last user messages (34 of 190 tokens used)",
+    ("seed-3", "recall"): "stale calendar/CRM/mail memories are omitted (14 'stale' omissions) instead of rendered as stale markers with a revalidation hint, although stale_mode='mark'",
+    ("seed-6", "recall"): "the successor observation (plan Enterprise) and both renewal dates are omitted under budget; only 38 of 199 tokens used",
+    ("provenance-repair", "recall"): "the producing call id is not cited once the raw blob is gone; the memory/file path survives but not its provenance (call_004)",
+    ("csv-rehydration", "recall"): "no stage-2 rehydration of the exact CSV rows the user asked for (budget 700 has room)",
+    ("privacy-omission", "recall"): "restricted raw body correctly omitted, but no safe summary or thread reference (thr_L4nd) is left for revalidation",
+    ("debate-attribution", "recall"): "the moderator message (kind=moderator) is omitted",
+    ("scheduled-job", "recall"): "the last run's failed call is rendered as a stale marker with the error line cut ('… 55 tokens omitted')",
+    ("branch-send", "recall"): "the inherited parent message and this branch's own quote Q-907 are omitted; only the first user message and the sent text remain",
+    ("coding-walkthrough", "recall"): "the project rule read from AGENTS.md ('never use npm') is not carried (rules from rule files read by a tool are not pinned)",
+    ("retry-critical-error", "leaks"): "the failed call's raw stack trace is kept whole (stack-frame noise); only the error line and retry contract are needed",
+    ("coding-walkthrough", "leaks"): "the pre-edit test failure is shown raw next to the passing retest, without a stale/superseded mark",
+}
+
+
+def _gap(case: str, invariant: str) -> Any:
+    reason = KNOWN_GAPS.get((case, invariant))
+    return pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else case
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, Any]]:
+    return [r.as_dict() for r in run_scenarios((1,))]
+
+
+def _row(rows: list[dict[str, Any]], case: str, strategy: str = CONTEXTLEDGER, scale: int = 1) -> dict[str, Any]:
+    found = [r for r in rows if r["case"] == case and r["strategy"] == strategy and r["scale"] == scale]
+    assert len(found) == 1, (case, strategy, scale)
+    return found[0]
+
+
+def test_every_case_has_one_row_per_strategy(rows: list[dict[str, Any]]) -> None:
+    assert [r["case"] for r in rows if r["strategy"] == CONTEXTLEDGER] == CASES
+    assert CASES[:6] == ["seed-1", "seed-2", "seed-3", "seed-4", "seed-5", "seed-6"]
+    for case in CASES:
+        assert [r["strategy"] for r in rows if r["case"] == case] == STRATEGIES
+    required = {"strategy", "case", "provider", "tokens", "replay_tokens", "reduction", "must_see_tokens", "must_see_recall", "must_not_see_leaks", "valid", "assembly_ms"}
+    assert all(required <= set(r) for r in rows)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c != "coding-walkthrough"])
+def test_replay_sized_like_the_seed(rows: list[dict[str, Any]], case: str) -> None:
+    assert 900 <= _row(rows, case)["replay_tokens"] <= 2100
+
+
+def test_seed_budgets_are_a_tenth_of_the_seed_replays(rows: list[dict[str, Any]]) -> None:
+    assert {c: _row(rows, c)["budget_tokens"] for c in SEEDS} == {"seed-1": 102, "seed-2": 190, "seed-3": 105, "seed-4": 101, "seed-5": 96, "seed-6": 199}
+    assert all(seed_budget(c) == round(SEED_REPLAY_TOKENS[c] / 10) for c in SEEDS)
+
+
+def test_coding_walkthrough_replays_the_12_mb_output(rows: list[dict[str, Any]]) -> None:
+    assert _row(rows, "coding-walkthrough")["replay_tokens"] > 3_000_000
+
+
+def test_replay_strategy_counts_the_same_replay_as_the_assembly_record(rows: list[dict[str, Any]]) -> None:
+    for case in CASES:
+        r = _row(rows, case, "replay")
+        assert (r["tokens"], r["reduction"]) == (r["replay_tokens"], 0.0)
+
+
+@pytest.mark.parametrize("case", [_gap(c, "recall") for c in CASES])
+def test_contextledger_sees_every_must_see_fact(rows: list[dict[str, Any]], case: str) -> None:
+    r = _row(rows, case)
+    assert (r["must_see_recall"], r["missing"]) == (1.0, [])
+
+
+@pytest.mark.parametrize("case", [_gap(c, "leaks") for c in CASES])
+def test_contextledger_leaks_nothing(rows: list[dict[str, Any]], case: str) -> None:
+    r = _row(rows, case)
+    assert (r["must_not_see_leaks"], r["leaked"]) == (0, [])
+
+
+@pytest.mark.parametrize("case", [_gap(c, "valid") for c in CASES])
+def test_contextledger_payload_is_provider_valid(rows: list[dict[str, Any]], case: str) -> None:
+    r = _row(rows, case)
+    assert (r["valid"], r["validity_errors"]) == (True, [])
+
+
+@pytest.mark.parametrize("case", [_gap(c, "reduction") for c in SEEDS])
+def test_contextledger_cuts_seed_scenarios_by_ninety_percent(rows: list[dict[str, Any]], case: str) -> None:
+    assert _row(rows, case)["reduction"] >= 0.90
+
+
+def test_naive_replay_shows_what_must_not_be_seen(rows: list[dict[str, Any]]) -> None:
+    """The probes do detect leaks: the replay hands model B all four private facts."""
+    r = _row(rows, "seed-5", "replay")
+    assert r["leaked"] == ["overcharging by 12%", "401 invalid_grant", "ya29.a0AfH6SMBx-private", "1//0gPrivateRefresh"]
+    assert _row(rows, "seed-1", "replay")["leaked"] == ["thumb-a7d402", "ops-lead@example.com"]
+
+
+def test_must_see_floor_ratio(rows: list[dict[str, Any]]) -> None:
+    r = _row(rows, "seed-5")
+    assert r["must_see_tokens"] > 0
+    assert r["floor_ratio"] == round(r["tokens"] / r["must_see_tokens"], 2)
+
+
+def test_history_multiplier_grows_the_replay_tenfold() -> None:
+    rows = [r.as_dict() for r in run_scenarios((1, 10), ["seed-5"], strategies=[])]
+    one, ten = (_row(rows, "seed-5", scale=s) for s in (1, 10))
+    assert 7 <= ten["replay_tokens"] / one["replay_tokens"] <= 13
+    assert ten["tokens"] <= ten["budget_tokens"] * 1.5
+
+
+def test_lenient_payload_scores_an_orphan_result_invalid() -> None:
+    orphan = NeutralRequest(
+        system=("sys",),
+        messages=(
+            WireMessage(role="tool", parts=(ToolResultPart(call_id="c9", text="late result"),)),
+            WireMessage(role="user", parts=(TextPart(text="go on"),)),
+            WireMessage(role="assistant", parts=(ToolCallPart(call_id="c10", tool_name="run", arguments_json="{}"),)),
+        ),
+    )
+    chat, strict = lenient_payload("openai-chat", orphan)
+    assert strict is False
+    assert [m["role"] for m in chat["messages"]] == ["system", "tool", "user", "assistant"]
+    assert validate_payload("openai-chat", chat) != []
+    anth, strict = lenient_payload("anthropic", orphan)
+    assert strict is False
+    assert anth["messages"][0] == {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c9", "content": "late result"}, {"type": "text", "text": "go on"}]}
+    assert validate_payload("anthropic", anth) != []
+    fine = NeutralRequest(messages=(WireMessage(role="user", parts=(TextPart(text="hi"),)),))
+    assert lenient_payload("anthropic", fine) == ({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}, True)
+
+
+def test_probes_separate_call_arguments() -> None:
+    payload = {"messages": [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Edit", "arguments": json.dumps({"old_string": "old  line\nx"})}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "done"},
+    ]}
+    everything, outside = payload_texts(payload)
+    assert "old line x" in everything and "old line" not in outside
+    res = check_probes(payload, [Fact("done"), Fact("absent")], [Fact("old line", outside_call_arguments=True), Fact("Edit")])
+    assert (res.recall, res.missing, res.leaks, res.leaked) == (0.5, ("absent",), 1, ("Edit",))
+
+
+def test_report_markdown_and_files(rows: list[dict[str, Any]], tmp_path: Path) -> None:
+    report = build_report("scenarios", rows)
+    assert set(report) == {"kind", "machine", "versions", "rows"}
+    assert report["versions"]["assembler"].startswith("contextledger-assembler/")
+    md = markdown(report)
+    assert "| case | replay tokens | contextledger | replay | last_n |" in md
+    assert "| seed-1 | " in md and "## contextledger detail" in md
+    paths = write_report(report, tmp_path)
+    assert [p.name for p in paths] == ["bench-scenarios.json", "bench-scenarios.md", "bench-scenarios-tokens.png"]
+    assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(paths[0].read_text())["rows"] == rows
+
+
+def test_cli_scenarios_json(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["scenarios", "--scales", "1", "--case", "seed-4", "--no-peers", "--json", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert [(r["strategy"], r["case"], r["must_see_recall"]) for r in report["rows"]] == [("contextledger", "seed-4", 1.0)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench-scenarios-tokens.png", "bench-scenarios.json", "bench-scenarios.md"]
