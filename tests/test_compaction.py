@@ -36,6 +36,7 @@ from contextledger.compaction import (
     render_handoff,
     validate_handoff,
 )
+from contextledger.compaction.sections import MAX_FACTS, MAX_FILES, MAX_WRITES_CITED
 from contextledger.errors import InputError
 from contextledger.ledger import Ledger
 from contextledger.policy.rules import parse_rule_text
@@ -599,10 +600,33 @@ def test_real_long_claude_code_session_caps_lists_but_never_constraints(sqlite_l
     doc = c.document
     validate_handoff(doc)
     assert c.kept_units == 6
-    assert isinstance(doc["files_read"], list) and len(doc["files_read"]) <= 60
-    assert isinstance(doc["verified_facts"], list) and len(doc["verified_facts"]) <= 40
+    assert isinstance(doc["files_read"], list) and 0 < len(doc["files_read"]) <= MAX_FILES
+    assert isinstance(doc["verified_facts"], list) and len(doc["verified_facts"]) == MAX_FACTS
+    assert doc["omitted"]["verified_facts"] > 0
+    text = render_handoff(doc)
+    assert f"(+{doc['omitted']['verified_facts']} older entries kept in the ledger)" in text
+    assert all(len(f["memory_ids"]) <= MAX_WRITES_CITED for f in doc["files_modified"])
+    assert any(f["writes"] > MAX_WRITES_CITED for f in doc["files_modified"])
+    ver = doc["latest_verification"]
+    # no test run was recognised in this Elixir session: the newest verification-like command
+    # wins over the later (failed) ``git push``
+    assert ver["command"] == 'mix compile && mix dialyzer --format short 2>&1 | grep -E "^lib/"'
+    assert doc["failed_attempts"][-1]["attempt"] == "git push 2>&1"
     pinned = [r["text"] for r in ledger.store.rule_bodies(scope, res.conversation_id) if r.get("pinned")]
     got = texts(doc["hard_constraints"]) if isinstance(doc["hard_constraints"], list) else []
     assert set(pinned) <= set(got)
     assert c.message.token_count < 20000
     copy.deepcopy(doc)  # JSON-like and copyable
+
+
+def test_a_long_user_goal_is_capped_and_points_at_its_message(ledger: Ledger) -> None:
+    rec = ledger.recorder()
+    conv = rec.start_conversation()
+    goal = "Port the parser. " + "x" * 5000
+    first = rec.record_message(conv.id, "user", goal)
+    rec.record_assistant(conv.id, text="Starting with the lexer.")
+    plan = build_handoff(ledger.store, ledger.scope(), conv.id, keep_recent_units=0, now=NOW)
+    g = plan.document["user_goal"]
+    assert (len(g["text"]), g["text"][-1], g["truncated"], g["message_id"]) == (4000, "…", True, first.id)
+    assert goal.startswith(g["text"][:-1])
+    assert plan.document["next_step"] == {"text": "Starting with the lexer.", "message_id": plan.snapshot.messages[-1].id}

@@ -81,14 +81,25 @@ MAX_REQUEST_CHARS = 600
 """Longest later user request kept (characters)."""
 MAX_LATER_REQUESTS = 10
 """Newest later user requests kept."""
-MAX_FACTS = 40
+MAX_FACTS = 25
 """Newest verified facts kept; older ones are counted in ``omitted``."""
-MAX_FILES = 60
+MAX_FILES = 40
 """Most recently touched paths kept in ``files_read`` and ``files_modified`` each."""
 MAX_FAILED_ATTEMPTS = 20
 """Newest failed attempts kept."""
 MAX_LINE_CHARS = 300
 """Longest single fact, error, reason or attempt line (characters)."""
+MAX_WRITES_CITED = 5
+"""Newest writes of one path whose change and ids ``files_modified`` lists."""
+
+VERIFY_COMMAND = re.compile(
+    r"(?:^|&&|\|\||;|\|)\s*(?:\S+\s+){0,2}?(?:test|check|lint|build|compile|typecheck|mypy|ruff|"
+    r"flake8|pylint|eslint|tsc|credo|clippy|vet|verify|make)(?=\s|$)",
+    re.IGNORECASE,
+)
+"""A verification command when no test run was recognised: one of these words as the
+first, second or third word of a command segment on the command's first line
+(``mix test``, ``cargo build``, ``npm run lint``, ``mypy src``)."""
 
 SHAREABLE_PRIVACY = frozenset({PrivacyClass.PUBLIC, PrivacyClass.INTERNAL, PrivacyClass.USER_DATA})
 """Privacy classes whose derived text may enter a branch-visible handoff."""
@@ -259,8 +270,12 @@ def hard_constraints(
 # -- current state ----------------------------------------------------------------------
 
 
+def _one_line(text: str, limit: int) -> str:
+    return cap_text(" ".join(text.split()), limit)
+
+
 def _args_text(call: ToolCall) -> str:
-    return cap_text(" ".join(call.arguments_json.split()), 160)
+    return _one_line(call.arguments_json, 160)
 
 
 def _unit_line(boundary: Boundary) -> str:
@@ -442,8 +457,9 @@ def files_modified(
     messages_by_id: Mapping[str, Message],
 ) -> tuple[list[dict[str, Any]], int]:
     """Each path changed by an applied covered write (``file_write``/``generated_file``):
-    the changes (last five), the number of writes, the reason (final sentence of the
-    requesting assistant text, else :data:`NONE_RECORDED`) and the memory/artifact ids."""
+    the changes and memory/artifact ids of the newest :data:`MAX_WRITES_CITED` writes, the
+    number of writes, and the reason (final sentence of the requesting assistant text,
+    else :data:`NONE_RECORDED`)."""
     by_path: dict[str, list[ToolMemory]] = {}
     for m in _ordered(covered):
         if not _applied_write(m):
@@ -456,14 +472,15 @@ def files_modified(
     out: list[dict[str, Any]] = []
     for path, mems in kept:
         last = mems[-1]
+        cited = mems[-MAX_WRITES_CITED:]
         out.append(
             {
                 "path": path,
-                "change": "; ".join(_change(m) for m in mems[-5:]),
+                "change": "; ".join(_change(m) for m in cited),
                 "writes": len(mems),
                 "reason": reason_of(last.call_id, calls_by_id, messages_by_id) or NONE_RECORDED,
-                "memory_ids": [m.id for m in mems],
-                "artifact_ids": [a for m in mems for a in m.source_artifact_ids],
+                "memory_ids": [m.id for m in cited],
+                "artifact_ids": [a for m in cited for a in m.source_artifact_ids],
             }
         )
     return out, len(items) - len(kept)
@@ -492,7 +509,7 @@ def _attempt(mem: ToolMemory, calls_by_id: Mapping[str, ToolCall]) -> str:
     for key in ("command", "path"):
         v = p.get(key)
         if isinstance(v, str) and v.strip():
-            return cap_text(v, 200)
+            return _one_line(v, 200)
     call = calls_by_id.get(mem.call_id or "")
     return _args_text(call) if call else NONE_RECORDED
 
@@ -532,8 +549,8 @@ def _counts_text(counts: Any) -> str:
 
 def latest_verification(covered: Sequence[ToolMemory]) -> dict[str, Any] | str:
     """The newest covered test run (command, status with counts, first failure or the
-    passing counts as proof), else the newest command with an exit code, else
-    :data:`NONE_RECORDED`."""
+    passing counts as proof); else the newest command matching :data:`VERIFY_COMMAND`;
+    else the newest command with an exit code; else :data:`NONE_RECORDED`."""
     ordered = _ordered(covered)
     tests = [m for m in ordered if _kind(m) == "test_run"]
     if tests:
@@ -547,23 +564,27 @@ def latest_verification(covered: Sequence[ToolMemory]) -> dict[str, Any] | str:
         else:
             evidence = f"{status}: {counts}"
         return {
-            "command": cap_text(str(p.get("command") or m.source_tool), 200),
+            "command": _one_line(str(p.get("command") or m.source_tool), 200),
             "result": f"{status} ({counts})",
             "evidence": cap_text(evidence, MAX_LINE_CHARS),
             "memory_id": m.id,
             "artifact_id": _artifact(m),
             "seq": m.seq,
         }
-    commands = [m for m in ordered if _kind(m) == "command" and isinstance(m.payload.get("exit_code"), int)]
-    if commands:
-        m = commands[-1]
+    commands = [m for m in ordered if _kind(m) == "command"]
+    checks = [m for m in commands if VERIFY_COMMAND.search(str(m.payload.get("command") or "").split("\n", 1)[0])]
+    coded = [m for m in commands if isinstance(m.payload.get("exit_code"), int)]
+    if checks or coded:
+        m = (checks or coded)[-1]
         p = m.payload
-        code = int(p["exit_code"])
+        code = p.get("exit_code")
+        status = str(p.get("status") or "unknown")
         tail = [str(x) for x in p.get("tail") or []]
-        evidence = _error_line(m) if code != 0 else (cap_text(tail[-1], MAX_LINE_CHARS) if tail else "exit 0")
+        failed = status == "failed" or (isinstance(code, int) and code != 0)
+        evidence = _error_line(m) if failed else (cap_text(tail[-1], MAX_LINE_CHARS) if tail else "no output")
         return {
-            "command": cap_text(str(p.get("command") or m.source_tool), 200),
-            "result": f"exit {code} ({p.get('status', 'unknown')})",
+            "command": _one_line(str(p.get("command") or m.source_tool), 200),
+            "result": f"exit {code} ({status})" if isinstance(code, int) else status,
             "evidence": evidence,
             "memory_id": m.id,
             "artifact_id": _artifact(m),
