@@ -27,6 +27,7 @@ from contextledger.store.sql import SqlStore, Writer
 
 if TYPE_CHECKING:
     from contextledger.assembly.assembler import AssemblyResult
+    from contextledger.compaction import Compaction
     from contextledger.ingest.loader import ImportResult
     from contextledger.ingest.recorder import Recorder
     from contextledger.policy.constraints import Violation
@@ -182,6 +183,18 @@ class Ledger:
             persist=persist,
             replay=replay,
         )
+
+    def compact(self, conversation_id: str, *, branch_id: str | None = None, keep_recent_units: int = 6, now: datetime | None = None, scope: Scope | None = None) -> Compaction:
+        """Fold old history into one handoff message (seed 001 §10); the recent tail stays
+        raw and every covered record stays rehydratable.  See
+        :func:`contextledger.compaction.compact`.
+
+        Raises:
+            InputError: nothing to compact; HandoffError: a mandatory section is missing.
+        """
+        from contextledger.compaction import compact
+
+        return compact(self, scope or self.scope(), conversation_id, branch_id=branch_id, keep_recent_units=keep_recent_units, now=now)
 
     def rehydrate(self, artifact_id: str, *, scope: Scope | None = None) -> bytes:
         """The exact raw bytes of an artifact, verified against its sha256.

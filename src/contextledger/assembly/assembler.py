@@ -377,7 +377,8 @@ class Assembler:
                 if comp is None or head.id != comp.id:
                     ev.omit_unit(u, OmissionReason.COMPACTED, "an older compaction, replaced by the newest one")
                 continue
-            if u.seq <= covered_to and u.key not in protected_keys:
+            keep_goal = comp is not None and bool((comp.metadata.get("sections", {}).get("user_goal") or {}).get("truncated")) if isinstance((comp.metadata.get("sections", {}) if comp else {}).get("user_goal"), dict) else False
+            if u.seq <= covered_to and u.key not in protected_keys and not (keep_goal and u.is_turn_start and u.seq == min((x.seq for x in units if x.is_turn_start), default=-1)):
                 ev.omit_unit(u, OmissionReason.COMPACTED, f"covered by compaction {comp.id if comp else ''}")
                 continue
             if u.kind == "runtime":
