@@ -369,6 +369,7 @@ class Assembler:
         comp = cands.compaction
         covered_to = int(comp.metadata["covers"]["to_seq"]) if comp is not None else -1
         protected_keys = self._protected(units)
+        first_turn_seq = min((x.seq for x in units if x.is_turn_start), default=-1)
         for u in units:
             if u.kind == "system":
                 continue
@@ -377,8 +378,7 @@ class Assembler:
                 if comp is None or head.id != comp.id:
                     ev.omit_unit(u, OmissionReason.COMPACTED, "an older compaction, replaced by the newest one")
                 continue
-            keep_goal = comp is not None and bool((comp.metadata.get("sections", {}).get("user_goal") or {}).get("truncated")) if isinstance((comp.metadata.get("sections", {}) if comp else {}).get("user_goal"), dict) else False
-            if u.seq <= covered_to and u.key not in protected_keys and not (keep_goal and u.is_turn_start and u.seq == min((x.seq for x in units if x.is_turn_start), default=-1)):
+            if u.seq <= covered_to and u.key not in protected_keys and not (u.seq == first_turn_seq and _goal_truncated(comp)):
                 ev.omit_unit(u, OmissionReason.COMPACTED, f"covered by compaction {comp.id if comp else ''}")
                 continue
             if u.kind == "runtime":
@@ -910,6 +910,12 @@ class Assembler:
             carry = max(0, limit - u)
             report[name] = {"used": u, "limit": limit}
         return report
+
+
+def _goal_truncated(comp: Any) -> bool:
+    """Whether a compaction had to cut the user goal (then the raw task statement stays)."""
+    goal = (comp.metadata.get("sections") or {}).get("user_goal") if comp is not None else None
+    return isinstance(goal, dict) and bool(goal.get("truncated"))
 
 
 def _first_text_of(msg: Any) -> str:
