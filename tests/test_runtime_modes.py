@@ -2,8 +2,6 @@
 backends: chat, debate, scheduled job, child subagent, and Claude Code imports whose
 sidechains / subagent files are child participants with promoted reports.
 
-Tests marked ``xfail(strict=True)`` state assembler behaviour the seed requires and the
-assembler does not provide yet; each reason names the exact rule.
 """
 
 from __future__ import annotations
@@ -11,8 +9,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from typing import Any
-
-import pytest
 
 from conftest import real_data_dir
 from contextledger.graph import scheduled_turn, start_subagent
@@ -119,7 +115,6 @@ def test_child_assembly_includes_its_task(ledger: Ledger) -> None:
     assert s["child"].task_message.visibility is Visibility.AUDIT_ONLY
 
 
-@pytest.mark.xfail(strict=True, reason="needs assembler: a subagent_child viewer gets a narrow input (seed 001 §4 Boundary: task + constraints + artifact refs) — the parent's branch messages (user request, lead's answers) are omitted with reason not_promoted unless promoted to the child")
 def test_child_input_is_narrow(ledger: Ledger) -> None:
     s = _lead_and_child(ledger)
     r = ledger.assemble(s["conv"].id, participant_id=s["child"].participant.id, now=NOW)
@@ -128,7 +123,6 @@ def test_child_input_is_narrow(ledger: Ledger) -> None:
     assert r.record.omitted == {"not_promoted": 2}
 
 
-@pytest.mark.xfail(strict=True, reason="needs assembler: the runtime-state block renders only a ContinuationCheckpoint / SkillState visible to the viewer (visibility_scope participant_private with owner_participant_id ≠ viewer is omitted, counted participant_private)")
 def test_checkpoint_of_one_participant_never_reaches_another(ledger: Ledger) -> None:
     rec = ledger.recorder()
     conv = rec.start_conversation(title="two")
@@ -141,7 +135,6 @@ def test_checkpoint_of_one_participant_never_reaches_another(ledger: Ledger) -> 
     assert r.record.omitted == {"participant_private": 1}
 
 
-@pytest.mark.xfail(strict=True, reason="needs assembler: when the runtime-state block is rendered, the ContinuationCheckpoint id and SkillState id appear in ContextAssembly.selected_refs (a parent resume attaches the selected assembly references, seed 000 §4.13)")
 def test_resume_assembly_references_its_checkpoint(ledger: Ledger) -> None:
     rec = ledger.recorder()
     conv = rec.start_conversation(title="resume")
@@ -153,7 +146,6 @@ def test_resume_assembly_references_its_checkpoint(ledger: Ledger) -> None:
     assert ckpt.id in r.record.selected_refs and skill.id in r.record.selected_refs
 
 
-@pytest.mark.xfail(strict=True, reason="needs assembler: in another participant's exchange whose turn is branch-visible, a result whose ToolArtifact is participant_private (owner ≠ viewer) is neither rendered raw nor narrated with its memory text; the artifact is not in selected_refs and is counted participant_private (with its memory), the call stays other_participant_tools")
 def test_private_result_under_visible_turn_is_not_narrated(ledger: Ledger) -> None:
     rec = ledger.recorder()
     conv = rec.start_conversation(title="narration")

@@ -138,6 +138,7 @@ class _Piece:
     raw_artifacts: tuple[str, ...] = ()
     confidence: float = 1.0
     stale: bool = False
+    extra_refs: tuple[str, ...] = ()
 
 
 class Assembler:
@@ -433,10 +434,13 @@ class Assembler:
             msg = WireMessage(role="user", parts=(TextPart(text=DATA_BANNER + "\n" + _first_text_of(comp)),), ref=comp.id)
             ev.include(comp.id, "message", Shape.SUMMARY, "current_input_task_state")
             pieces.append(_Piece(unit=None, messages=[msg], cost=self._cost([msg]), bucket="current_input_task_state", shape=Shape.SUMMARY, mandatory=True, order=(covered_to, -1)))
-        state = runtime_state_text(cands.skill_state, cands.checkpoint, now)
+        skill = ev.visible_state(cands.skill_states, "skill_state")
+        ckpt = ev.visible_state(cands.checkpoints, "checkpoint")
+        state = runtime_state_text(skill, ckpt, now)
         if state:
-            msg = WireMessage(role="user", parts=(TextPart(text=state),), ref=(cands.checkpoint or cands.skill_state).id if (cands.checkpoint or cands.skill_state) else None)  # type: ignore[union-attr]
-            pieces.append(_Piece(unit=None, messages=[msg], cost=self._cost([msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 0)))
+            refs = tuple(x.id for x in (ckpt, skill) if x is not None)
+            msg = WireMessage(role="user", parts=(TextPart(text=state),), ref=refs[0])
+            pieces.append(_Piece(unit=None, messages=[msg], cost=self._cost([msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 0), extra_refs=refs))
         retrieval: list[_Piece] = []
         for mem in cands.memories:
             if mem.id in in_view_memories:
@@ -510,6 +514,25 @@ class Assembler:
                 if c.status.unresolved or art is None:
                     extra.append(pending_call_text(c))
                     ev.protect(c.id, "tool_call", "unresolved call rendered as recovery state")
+                    continue
+                hidden = ev.artifact_hidden(art)
+                if hidden is not None:
+                    # the turn is visible but this result is not (seed 000 §4.9): no raw
+                    # payload, no memory text, only the fact that a result exists
+                    ev.omit_record(art.id, "artifact", hidden, "result private to its owner")
+                    if mem is not None:
+                        ev.omit_record(mem.id, "memory", hidden, "derived from a private result")
+                    label = ev.label_of(art.owner_participant_id) or "another participant"
+                    if foreign:
+                        extra.append(call_narration(c, ev.label_of(c.participant_id) or "another participant", None))
+                        ev.omit_record(c.id, "tool_call", OmissionReason.OTHER_PARTICIPANT_TOOLS, "rendered as non-callable narration")
+                        continue
+                    text = f"[result withheld: private to {label}]"
+                    if u.kind == "observation":
+                        results.append(WireMessage(role="user", parts=(TextPart(text=observation_text(c, text)),), ref=None))
+                    else:
+                        callable_calls.append(c)
+                        results.append(result_message(c, text, is_error=art.is_error, ref=None))
                     continue
                 text, s, used_raw, mv = self._result_text(c, art, mem, ev, raw=raw)
                 if mv is not None:
@@ -883,6 +906,7 @@ class Assembler:
                 refs.extend(m.id for m in p.unit.messages)
             elif not p.memory_ids:
                 refs.extend(m.ref for m in p.messages if m.ref)
+            refs.extend(p.extra_refs)
             refs.extend(p.memory_ids)
             refs.extend(a for a in p.raw_artifacts)
         seen: set[str] = set()

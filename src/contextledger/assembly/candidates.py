@@ -54,8 +54,8 @@ class CandidateSet:
     memories: list[ToolMemory]
     rules: list[dict[str, Any]]
     participants: list[Participant]
-    skill_state: SkillState | None
-    checkpoint: ContinuationCheckpoint | None
+    skill_states: list[SkillState]
+    checkpoints: list[ContinuationCheckpoint]
     lineage_message_count: int
     lineage_min_seq: int
     out_of_lineage: dict[str, int] = field(default_factory=dict)
@@ -161,8 +161,8 @@ def collect_candidates(
         memories=memories,
         rules=rules,
         participants=participants,
-        skill_state=skills[-1] if skills else None,
-        checkpoint=checkpoints[-1] if checkpoints else None,
+        skill_states=skills[-20:],
+        checkpoints=checkpoints[-20:],
         lineage_message_count=totals["messages"],
         lineage_min_seq=totals["min_seq"],
         out_of_lineage=outside,

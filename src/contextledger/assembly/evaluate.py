@@ -205,14 +205,41 @@ class Evaluator:
             return OmissionReason.PARTICIPANT_PRIVATE
         return None
 
+    @property
+    def child_view(self) -> bool:
+        """Assembling for a child subagent: its input is narrow (seed 001 §4 Boundary:
+        task + constraints + artifact references), not the parent's transcript."""
+        return self.viewer is not None and self.viewer.runtime_kind is RuntimeKind.SUBAGENT_CHILD and self.viewer.parent_participant_id is not None
+
     def unit_visible(self, unit: Unit) -> bool:
-        """Ownership & visibility of a unit (its first message decides)."""
+        """Ownership & visibility of a unit (its first message decides); a child
+        subagent sees only its own records unless others were promoted to it."""
         head = unit.messages[0]
         reason = self._visible(head.visibility, head.participant_id)
         if reason is not None:
             self.omit_unit(unit, reason, f"visibility {head.visibility.value}")
             return False
+        if self.child_view and head.participant_id != self.viewer.id and self.viewer.id not in head.metadata.get("promoted_to", ()):  # type: ignore[union-attr]
+            self.omit_unit(unit, OmissionReason.NOT_PROMOTED, "parent context is not promoted to the child")
+            return False
         return True
+
+    def artifact_hidden(self, art: ToolArtifact) -> OmissionReason | None:
+        """Why a result under a visible turn must not be shown to the viewer, if so."""
+        return self._visible(art.visibility_scope, art.owner_participant_id, art.shared_with_participants)
+
+    def visible_state(self, records: list[Any], kind: str) -> Any:
+        """The newest SkillState / ContinuationCheckpoint the viewer may see; newer
+        invisible ones are counted (participant_private / audit_only)."""
+        for rec in reversed(records):
+            owner = getattr(rec, "owner_participant_id", None) or getattr(rec, "participant_id", None)
+            if owner is None:
+                return rec
+            reason = self._visible(rec.visibility_scope, owner)
+            if reason is None:
+                return rec
+            self.omit_record(rec.id, kind, reason, f"{kind} of another participant")
+        return None
 
     def foreign(self, unit: Unit) -> bool:
         """Whether a unit's tool calls belong to another participant than the viewer."""
