@@ -52,10 +52,10 @@ from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
 from contextledger.records.enums import (
     MessageKind,
     OmissionReason,
+    PolicyFamily,
     Role,
     RuntimeKind,
     Shape,
-    ToolCallStatus,
 )
 from contextledger.records.models import ContextAssembly, Participant, ToolArtifact, ToolCall
 from contextledger.records.parts import Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
@@ -369,7 +369,7 @@ class Assembler:
         visible_units: list[Unit] = []
         comp = cands.compaction
         covered_to = int(comp.metadata["covers"]["to_seq"]) if comp is not None else -1
-        protected_keys = self._protected(units)
+        protected_keys = ev.recovery.protected(units)
         first_turn_seq = min((x.seq for x in units if x.is_turn_start), default=-1)
         for u in units:
             if u.kind == "system":
@@ -398,7 +398,7 @@ class Assembler:
         tail_start = turn_starts[-k] if len(turn_starts) >= k and k > 0 else 0
         first_user = turn_starts[0] if turn_starts else None
         current = turn_starts[-1] if turn_starts else None
-        protected = self._protected(visible_units)
+        protected = ev.recovery.protected(visible_units)
         cap = int(self.policy.recent_tail.max_share * budget)
         used = 0
         share_start = len(visible_units)
@@ -455,28 +455,6 @@ class Assembler:
             retrieval.append(_Piece(unit=None, messages=[], cost=self.tok.count(msg_line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 0), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale))
             retrieval[-1].messages = [WireMessage(role="user", parts=(TextPart(text=msg_line),), ref=mem.id)]
         return pieces, retrieval
-
-    def _protected(self, units: list[Unit]) -> set[str]:
-        """Units holding unresolved calls, and the newest unresolved failures (recovery)."""
-        rec = self.policy.recovery
-        statuses = set(rec.protect_statuses)
-        keys: set[str] = set()
-        failed: list[Unit] = []
-        succeeded_after: dict[tuple[str, str], int] = {}
-        for u in units:
-            for c in u.calls:
-                if c.status is ToolCallStatus.SUCCEEDED:
-                    succeeded_after[(c.tool_name, c.arguments_json)] = max(succeeded_after.get((c.tool_name, c.arguments_json), -1), c.seq)
-        for u in units:
-            if any(c.status in statuses and c.status.unresolved for c in u.calls):
-                keys.add(u.key)
-            elif ToolCallStatus.FAILED in statuses and u.failed_calls:
-                resolved = rec.keep_failed_until_resolved and all(succeeded_after.get((c.tool_name, c.arguments_json), -1) > c.seq for c in u.failed_calls)
-                if not resolved:
-                    failed.append(u)
-        for u in failed[-rec.max_failed_kept :] if rec.max_failed_kept else []:
-            keys.add(u.key)
-        return keys
 
     def _label(self, ev: Evaluator, pid: str | None, fallback: str | None) -> str | None:
         return fallback or ev.label_of(pid)
@@ -842,14 +820,12 @@ class Assembler:
     def _rehydrate(self, chosen: list[_Piece], ev: Evaluator, scope: Scope) -> list[str]:
         """Stage 2: read raw payloads only for selected records, after privacy and byte
         budget checks (seed 000 §4.11)."""
-        reh = self.policy.rehydration
         current = next((p for p in sorted(chosen, key=lambda p: p.order, reverse=True) if p.unit is not None and p.unit.is_turn_start), None)
         if current is None:
             return []
-        text = " ".join(getattr(part, "text", "") for m in current.messages for part in m.parts).lower()
-        if not any(w.lower() in text for w in reh.triggers.explicit_user_request):
+        text = " ".join(getattr(part, "text", "") for m in current.messages for part in m.parts)
+        if not ev.rehydration.requested(text):
             return []
-        budget = reh.byte_budget
         done: list[str] = []
         for p in sorted(chosen, key=lambda p: p.order, reverse=True):
             if p.unit is None or not p.memory_ids or p.unit.kind not in ("exchange", "observation"):
@@ -859,18 +835,18 @@ class Assembler:
                 if art is None:
                     continue
                 ok, reason = ev.raw_allowed(art)
-                if not ok or art.privacy_class.value in reh.denied_privacy_classes:
-                    ev.refuse_rehydration(art.id, reason if not ok else OmissionReason.PRIVACY_RESTRICTED)
-                    continue
-                if art.size_bytes > reh.per_record_max_bytes or art.size_bytes > budget:
-                    ev.refuse_rehydration(art.id, OmissionReason.BUDGET)
+                from contextledger.assembly.families import Verdict
+
+                refusal = ev.rehydration.check(art, None if ok else Verdict(family=PolicyFamily.PRIVACY, reason=reason, detail="raw payload not allowed"))
+                if refusal is not None:
+                    ev.refuse_rehydration(art.id, refusal.reason)
                     continue
                 try:
                     raw = self.store.read_artifact_bytes(scope, art).decode("utf-8")
                 except Exception:
                     ev.refuse_rehydration(art.id, OmissionReason.RETENTION_DELETED)
                     continue
-                budget -= art.size_bytes
+                ev.rehydration.spend(art.size_bytes)
                 i = chosen.index(p)
                 new_msgs = []
                 for m in p.messages:

@@ -1,6 +1,8 @@
-"""Policy evaluators: each candidate passes the families of seed 000 §4.5 in order —
-retention → ownership & visibility → privacy & provider routing → freshness →
-conflict & supersession → promotion — with recovery protection applied by the assembler.
+"""The evaluation context of one request: it runs the per-family evaluators of
+:mod:`contextledger.assembly.families` over each candidate in the order of seed 000 §4.5
+/ DESIGN.md — retention → ownership & visibility → privacy & provider routing →
+freshness → conflict & supersession → promotion — while recovery and rehydration are
+consulted by the assembler.
 
 Every decision is appended to a trace with its family and a reason from the closed
 :class:`~contextledger.records.enums.OmissionReason` enumeration; the assembly stores the
@@ -11,16 +13,25 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from contextledger.assembly.families import (
+    ConflictEvaluator,
+    FreshnessEvaluator,
+    OwnershipEvaluator,
+    PrivacyEvaluator,
+    PromotionEvaluator,
+    RecoveryEvaluator,
+    RehydrationEvaluator,
+    RetentionEvaluator,
+    VisibilityEvaluator,
+)
 from contextledger.ids import new_id
 from contextledger.records.enums import (
     DecisionKind,
     OmissionReason,
     PolicyFamily,
-    PromotionPolicy,
-    ResolutionState,
     RuntimeKind,
     Shape,
     Visibility,
@@ -91,6 +102,15 @@ class Evaluator:
         self.now = now
         self.viewer = viewer
         self.participants = {p.id: p for p in participants}
+        self.retention = RetentionEvaluator(policy)
+        self.visibility = VisibilityEvaluator(viewer)
+        self.ownership = OwnershipEvaluator(viewer)
+        self.privacy = PrivacyEvaluator(policy, provider)
+        self.freshness = FreshnessEvaluator(policy, now)
+        self.conflict = ConflictEvaluator(policy)
+        self.promotion = PromotionEvaluator(viewer)
+        self.recovery = RecoveryEvaluator(policy)
+        self.rehydration = RehydrationEvaluator(policy)
         self.decisions: list[dict[str, Any]] = []
         self._omitted: dict[str, str] = {}
         self._bulk: Counter[str] = Counter()
@@ -194,22 +214,13 @@ class Evaluator:
         return p.role_label or p.name
 
     def _visible(self, visibility: Visibility, owner: str | None, shared: tuple[str, ...] = ()) -> OmissionReason | None:
-        viewer = self.viewer.id if self.viewer else None
-        if visibility is Visibility.AUDIT_ONLY:
-            if viewer is not None and owner == viewer:
-                return None
-            return OmissionReason.AUDIT_ONLY
-        if visibility is Visibility.PARTICIPANT_PRIVATE:
-            if viewer is not None and (owner == viewer or viewer in shared):
-                return None
-            return OmissionReason.PARTICIPANT_PRIVATE
-        return None
+        verdict = self.visibility.check(visibility, owner) or self.ownership.check(visibility, owner, shared)
+        return verdict.reason if verdict else None
 
     @property
     def child_view(self) -> bool:
-        """Assembling for a child subagent: its input is narrow (seed 001 §4 Boundary:
-        task + constraints + artifact references), not the parent's transcript."""
-        return self.viewer is not None and self.viewer.runtime_kind is RuntimeKind.SUBAGENT_CHILD and self.viewer.parent_participant_id is not None
+        """Assembling for a child subagent (narrow input, seed 001 §4 Boundary)."""
+        return self.ownership.child_view
 
     def unit_visible(self, unit: Unit) -> bool:
         """Ownership & visibility of a unit (its first message decides); a child
@@ -219,8 +230,9 @@ class Evaluator:
         if reason is not None:
             self.omit_unit(unit, reason, f"visibility {head.visibility.value}")
             return False
-        if self.child_view and head.participant_id != self.viewer.id and self.viewer.id not in head.metadata.get("promoted_to", ()):  # type: ignore[union-attr]
-            self.omit_unit(unit, OmissionReason.NOT_PROMOTED, "parent context is not promoted to the child")
+        narrow = self.ownership.child_input(head.participant_id, head.metadata.get("promoted_to", ()))
+        if narrow is not None:
+            self.omit_unit(unit, narrow.reason, narrow.detail)
             return False
         return True
 
@@ -258,16 +270,11 @@ class Evaluator:
 
     # -- privacy & provider routing ----------------------------------------------------
     def raw_allowed(self, art: ToolArtifact) -> tuple[bool, OmissionReason]:
-        """Whether ``art``'s raw payload may go to the provider (seed 000 §8 R3, R12)."""
-        if art.deleted_at is not None and self.policy.retention.honour_deleted_at:
-            return False, OmissionReason.RETENTION_DELETED
-        cls = art.privacy_class.value
-        priv = self.policy.privacy
-        if cls in priv.raw_denied:
-            return False, OmissionReason.PRIVACY_RESTRICTED
-        allowed = priv.routing.get(self.provider, priv.default_allowed)
-        if cls not in allowed:
-            return False, OmissionReason.PROVIDER_RESTRICTED
+        """Whether ``art``'s raw payload may go to the provider (retention, then privacy
+        and provider routing; seed 000 §8 R3, R12)."""
+        verdict = self.retention.artifact(art) or self.privacy.check(art.privacy_class)
+        if verdict is not None:
+            return False, verdict.reason
         return True, OmissionReason.PRIVACY_RESTRICTED
 
     def tool_max_bytes(self, tool_name: str) -> int:
@@ -276,26 +283,9 @@ class Evaluator:
         return o.max_bytes if o is not None and o.max_bytes is not None else self.policy.tool_output.max_bytes
 
     # -- freshness ---------------------------------------------------------------------
-    def _deadline(self, mem: ToolMemory) -> datetime | None:
-        fr = self.policy.freshness
-        tool = fr.tools.get(mem.source_tool)
-        seconds = tool.stale_after if tool is not None and tool.stale_after is not None else getattr(fr.stale_after, mem.freshness_class.value)
-        basis = mem.verified_at or mem.observed_at
-        # the policy in force decides (its version is on the assembly); the memory's own
-        # ``stale_after`` is the default it was derived with
-        return None if seconds is None or seconds < 0 else basis + timedelta(seconds=seconds)
-
-    def _stale_mode(self, mem: ToolMemory) -> str:
-        tool = self.policy.freshness.tools.get(mem.source_tool)
-        return tool.stale_mode if tool is not None and tool.stale_mode is not None else self.policy.freshness.stale_mode
-
     def is_stale(self, mem: ToolMemory) -> bool:
-        """Stale when ``now`` ≥ (last verification or observation) + the class window, or
-        when a later write made it stale (resolution state ``stale``)."""
-        if mem.resolution_state in (ResolutionState.STALE, ResolutionState.UNVERIFIABLE):
-            return True
-        d = self._deadline(mem)
-        return d is not None and self.now >= d
+        """See :meth:`FreshnessEvaluator.is_stale`."""
+        return self.freshness.is_stale(mem)
 
     # -- memory views ------------------------------------------------------------------
     def memory_view(self, mem: ToolMemory | None, *, in_exchange: bool = False) -> MemoryView | None:
@@ -309,29 +299,30 @@ class Evaluator:
             if reason is not None:
                 self.omit_record(mem.id, "memory", reason, f"visibility {mem.visibility_scope.value}")
                 return None
-            owner_view = self.viewer is not None and mem.owner_participant_id == self.viewer.id
-            if mem.promotion_policy in (PromotionPolicy.NOT_PROMOTED, PromotionPolicy.AUDIT_ONLY) and not owner_view:
-                self.omit_record(mem.id, "memory", OmissionReason.NOT_PROMOTED, f"promotion {mem.promotion_policy.value}")
+            promo = self.promotion.check(mem)
+            if promo is not None:
+                self.omit_record(mem.id, "memory", promo.reason, promo.detail)
                 return None
-        if (mem.superseded_by or mem.resolution_state is ResolutionState.SUPERSEDED) and self.policy.conflict.omit_superseded:
-            self.omit_record(mem.id, "memory", OmissionReason.SUPERSEDED, f"superseded by {mem.superseded_by}")
+        superseded = self.conflict.check(mem)
+        if superseded is not None:
+            self.omit_record(mem.id, "memory", superseded.reason, superseded.detail)
             if in_exchange:
                 return MemoryView(text=f"[superseded by {mem.superseded_by}: see the newer result]", shape=Shape.REFERENCE, raw_prefix=f"[superseded by {mem.superseded_by}]\n")
             return None
-        cls = mem.privacy_class.value
-        priv = self.policy.privacy
-        if cls in priv.raw_denied or cls not in priv.routing.get(self.provider, priv.default_allowed):
-            reason = OmissionReason.PRIVACY_RESTRICTED if cls in priv.raw_denied else OmissionReason.PROVIDER_RESTRICTED
-            self.shape_record(mem.id, "memory", Shape.SUMMARY, reason, "only a safe summary may be shown")
+        private = self.privacy.check(mem.privacy_class)
+        if private is not None:
+            self.shape_record(mem.id, "memory", Shape.SUMMARY, private.reason, "only a safe summary may be shown")
             hint = f"; revalidate with {mem.revalidation_tool}" if mem.revalidation_tool else ""
-            return MemoryView(text=f"[{cls} data withheld by policy: {mem.source_tool} {mem.status.value}{hint}]", shape=Shape.SUMMARY)
+            return MemoryView(text=f"[{mem.privacy_class.value} data withheld by policy: {mem.source_tool} {mem.status.value}{hint}]", shape=Shape.SUMMARY)
         conflict = ""
-        if mem.conflicts_with:
-            conflict = " [conflicts with " + ", ".join(sorted(mem.conflicts_with)) + "]"
-            self._add(mem.id, "memory", PolicyFamily.CONFLICT, DecisionKind.MARK_CONFLICT, "conflict_marked", others=sorted(mem.conflicts_with))
-        if self.is_stale(mem):
-            if self._stale_mode(mem) == "omit":
-                self.omit_record(mem.id, "memory", OmissionReason.STALE, "stale; policy omits stale records")
+        others = self.conflict.conflicts(mem)
+        if others:
+            conflict = " [conflicts with " + ", ".join(others) + "]"
+            self._add(mem.id, "memory", PolicyFamily.CONFLICT, DecisionKind.MARK_CONFLICT, "conflict_marked", others=others)
+        if self.freshness.is_stale(mem):
+            omit = self.freshness.check(mem)
+            if omit is not None:
+                self.omit_record(mem.id, "memory", omit.reason, omit.detail)
                 if in_exchange:
                     return MemoryView(text="[stale result omitted by policy]", shape=Shape.STALE_MARKER, stale=True)
                 return None

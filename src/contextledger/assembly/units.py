@@ -97,7 +97,9 @@ def build_units(messages: list[Message], calls_by_message: dict[str, list[ToolCa
         if owner is not None and owner in by_key and owner != msg.id:
             by_key[owner].messages.append(msg)
             continue
-        if msg.role in (Role.SYSTEM, Role.DEVELOPER):
+        if owner is not None and owner != msg.id and owner not in by_key:
+            kind = "cut"  # a result whose requesting turn lies before the candidate window
+        elif msg.role in (Role.SYSTEM, Role.DEVELOPER):
             kind = "system"
         elif msg.kind in (MessageKind.PROGRESS, MessageKind.META, MessageKind.SUMMARY):
             kind = "runtime"
@@ -107,8 +109,8 @@ def build_units(messages: list[Message], calls_by_message: dict[str, list[ToolCa
             kind = "observation" if all(c.call_id.startswith("obs_") for c in calls_by_message[msg.id]) else "exchange"
         elif msg.role is Role.ASSISTANT:
             kind = "assistant"
-        elif msg.role is Role.TOOL or (msg.kind == MessageKind.OBSERVATION and owner is not None):
-            kind = "cut"  # a result whose turn lies before the candidate window
+        elif msg.role is Role.TOOL:
+            kind = "cut"  # a result whose call is not among the candidates
         else:
             kind = "user"
         unit = Unit(kind=kind, messages=[msg])
