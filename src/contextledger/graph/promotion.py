@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
+
 from contextledger.errors import InputError, NotFoundError
 from contextledger.graph._writes import update_message
 from contextledger.ids import new_id
@@ -50,6 +52,7 @@ from contextledger.records.models import (
     ToolArtifact,
     ToolMemory,
 )
+from contextledger.store import schema as S
 from contextledger.store.base import Scope
 from contextledger.store.sql import Writer
 
@@ -135,10 +138,11 @@ def _find(ledger: Ledger, scope: Scope, record_id: str) -> ToolArtifact | ToolMe
     if record_id.startswith("mem_"):
         return store.get_memory(scope, record_id)
     if record_id.startswith("msg_"):
-        for conv in store.list_conversations(scope):
-            found = store.messages(scope, conv.conversation.id, ids=[record_id])
-            if found:
-                return found[0]
+        t = S.messages
+        with store.reader() as conn:
+            row = conn.execute(sa.select(t.c.body).where(t.c.id == record_id, t.c.tenant_id == scope.tenant_id)).first()
+        if row is not None:
+            return Message.model_validate(row.body)
     raise NotFoundError("promotable record (artifact, memory or message)", record_id)
 
 
