@@ -16,9 +16,12 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
-__all__ = ["alembic_config", "current_revision", "head_revision", "upgrade"]
+__all__ = ["MIGRATION_LOCK_KEY", "alembic_config", "current_revision", "head_revision", "upgrade"]
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
+
+MIGRATION_LOCK_KEY = 7243001
+"""PostgreSQL advisory lock key held (transaction-scoped) while migrating."""
 
 
 def alembic_config() -> Config:
@@ -42,12 +45,20 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Upgrade the database behind ``engine`` to ``revision`` (default: head)."""
+    """Upgrade the database behind ``engine`` to ``revision`` (default: head), in one
+    transaction.  Safe to run from several processes at once: PostgreSQL serialises
+    upgraders on the advisory lock :data:`MIGRATION_LOCK_KEY`, SQLite on its write lock;
+    whoever comes second finds the database already at ``revision`` and does nothing."""
     if revision == "head" and current_revision(engine) == head_revision():
         return
     cfg = alembic_config()
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
-            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7243001)")
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
+        elif engine.dialect.name == "sqlite":
+            # the store's SQLite connections run without implicit transactions; take the
+            # write lock now so the whole upgrade is one transaction and a concurrent
+            # upgrader waits (busy timeout), then finds the database at head
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)

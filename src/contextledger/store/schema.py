@@ -5,7 +5,9 @@ record's full JSON (pydantic ``model_dump(mode="json")``).  Loading a row valida
 ``body`` into its record class, so new optional fields need no column.  Every table has
 ``tenant_id`` and every query filters on it (scope enforced inside the query).
 
-Changing this module requires a new Alembic migration under ``store/migrations/versions``.
+Changing this module requires a new Alembic migration under ``store/migrations/versions``
+(``tests/test_migrations.py`` compares the migrated schema with this metadata).  Why each
+index exists, with the query plans observed on both backends: ``docs/query-plans.md``.
 """
 
 from __future__ import annotations
@@ -99,6 +101,10 @@ messages = sa.Table(
     _body(),
     sa.Index("ix_messages_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
     sa.Index("ux_messages_content_key", "tenant_id", "conversation_id", "content_key", unique=True),
+    # system/developer messages and the first user message outside the recent window
+    sa.Index("ix_messages_role", "tenant_id", "conversation_id", "role", "seq"),
+    # messages by id within a conversation (the exchanges of out-of-window recovery calls)
+    sa.Index("ix_messages_id", "tenant_id", "conversation_id", "id"),
 )
 
 model_runs = sa.Table(
@@ -130,6 +136,8 @@ tool_calls = sa.Table(
     sa.Index("ux_tool_calls_call_id", "tenant_id", "conversation_id", "call_id", unique=True),
     sa.Index("ix_tool_calls_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
     sa.Index("ix_tool_calls_status", "tenant_id", "conversation_id", "status"),
+    # the calls of the messages in the recent window
+    sa.Index("ix_tool_calls_message", "tenant_id", "conversation_id", "message_id"),
 )
 
 tool_artifacts = sa.Table(
@@ -172,7 +180,7 @@ tool_memories = sa.Table(
     _body(),
     sa.Index("ix_tool_memories_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
     sa.Index("ix_tool_memories_subject", "tenant_id", "conversation_id", "subject_key"),
-    sa.Index("ix_tool_memories_artifact", "tenant_id", "artifact_id"),
+    sa.Index("ix_tool_memories_artifact", "tenant_id", "conversation_id", "artifact_id"),
 )
 
 skill_states = sa.Table(

@@ -45,6 +45,9 @@ __all__ = ["ConversationSummary", "SqlStore", "Writer"]
 
 R = TypeVar("R", bound=BaseModel)
 
+_WRITER_FLAG = "contextledger.writer"
+"""``Connection.info`` key marking a connection inside :meth:`SqlStore.writer`."""
+
 DEFAULT_INLINE_THRESHOLD_BYTES = 4096
 """Payloads above this many bytes go to the blob store (seed 001 §6 problem 2)."""
 
@@ -69,6 +72,29 @@ def _segments_clause(table: sa.Table, segments: Sequence[LineageSegment]) -> sa.
     return sa.or_(*clauses)
 
 
+def _newest_per_segment(
+    stmt: sa.Select[Any], table: sa.Table, segments: Sequence[LineageSegment], last: int, order: tuple[sa.Column[Any], ...]
+) -> sa.Select[Any]:
+    """The newest ``last`` rows of a multi-segment lineage, as one query that reads at
+    most ``last`` rows per segment: a ``UNION ALL`` of per-branch windows, each an
+    ordered backward range scan of the ``(tenant_id, conversation_id, branch_id, seq)``
+    index, then the newest ``last`` of their union.  ``stmt`` selects ``body`` with the
+    scope and filters applied, but no lineage condition yet."""
+    cols = [table.c.body, *order]
+    windows = []
+    for seg in segments:
+        sub = (
+            stmt.with_only_columns(*cols)
+            .where(_segments_clause(table, [seg]))
+            .order_by(*(c.desc() for c in order))
+            .limit(last)
+            .subquery()
+        )
+        windows.append(sa.select(*sub.c))
+    union = sa.union_all(*windows).subquery()
+    return sa.select(union.c.body).order_by(*(union.c[c.name].desc() for c in order)).limit(last)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ConversationSummary:
     """A conversation with its record counts (``contextledger conversations``)."""
@@ -86,10 +112,11 @@ class Writer:
     record's ``tenant_id`` differs from the writer's scope.
     """
 
-    def __init__(self, store: SqlStore, conn: Connection, scope: Scope) -> None:
+    def __init__(self, store: SqlStore, conn: Connection, scope: Scope | None) -> None:
         self.store = store
         self.conn = conn
-        self.scope = scope
+        self.scope = require_scope(scope)
+        self._conversations: set[str] = set()
 
     # -- helpers -------------------------------------------------------------------
     def _check(self, record: Any) -> None:
@@ -102,11 +129,51 @@ class Writer:
                 f"outside the writer's scope {self.scope.tenant_id!r}"
             )
 
+    def _require_conversation(self, conversation_id: str) -> None:
+        """Deny writes into a conversation that is not the scope tenant's (checked once
+        per conversation and transaction).
+
+        Raises:
+            NotFoundError: no such conversation in the writer's tenant.
+        """
+        if conversation_id in self._conversations:
+            return
+        t = S.conversations
+        row = self.conn.execute(
+            sa.select(t.c.id).where(t.c.id == conversation_id, t.c.tenant_id == self.scope.tenant_id)
+        ).first()
+        if row is None:
+            raise NotFoundError("conversation", conversation_id)
+        self._conversations.add(conversation_id)
+
+    def _child(self, record: Any) -> None:
+        """Checks before inserting a record that belongs to a conversation: same tenant,
+        and the conversation exists in that tenant."""
+        self._check(record)
+        self._require_conversation(record.conversation_id)
+
+    def _update(self, table: sa.Table, record_id: str, kind: str, values: dict[str, Any]) -> None:
+        """Update one row of the writer's tenant.
+
+        Raises:
+            NotFoundError: no row ``record_id`` in this tenant (another tenant's row is
+                never touched).
+        """
+        row = self.conn.execute(
+            table.update()
+            .where(table.c.id == record_id, table.c.tenant_id == self.scope.tenant_id)
+            .values(**values)
+            .returning(table.c.id)
+        ).first()
+        if row is None:
+            raise NotFoundError(kind, record_id)
+
     def _insert(self, table: sa.Table, values: dict[str, Any], *, ignore_conflict: bool = False) -> bool:
         if ignore_conflict:
-            stmt = self.store._insert_ignore(table).values(**values)
-            result = self.conn.execute(stmt)
-            return bool(result.rowcount)
+            # RETURNING, not rowcount: psycopg reports rowcount -1 for a skipped
+            # ``ON CONFLICT DO NOTHING``, which would read as "inserted".
+            stmt = self.store._insert_ignore(table).values(**values).returning(table.c.id)
+            return self.conn.execute(stmt).first() is not None
         self.conn.execute(table.insert().values(**values))
         return True
 
@@ -142,17 +209,14 @@ class Writer:
             ignore_conflict=conv.content_key is not None,
         )
         if inserted:
+            self._conversations.add(conv.id)
             self.add_branch(root_branch)
         return inserted
 
     def update_conversation(self, conv: Conversation) -> None:
         """Replace a conversation's body (title, active branch, metadata)."""
         self._check(conv)
-        self.conn.execute(
-            S.conversations.update()
-            .where(S.conversations.c.id == conv.id, S.conversations.c.tenant_id == conv.tenant_id)
-            .values(title=conv.title, body=_body(conv))
-        )
+        self._update(S.conversations, conv.id, "conversation", {"title": conv.title, "body": _body(conv)})
 
     def allocate_seq(self, conversation_id: str, count: int = 1) -> int:
         """Reserve ``count`` consecutive sequence numbers; returns the first.
@@ -173,7 +237,7 @@ class Writer:
 
     def add_branch(self, branch: Branch) -> None:
         """Insert a branch (fork without copying)."""
-        self._check(branch)
+        self._child(branch)
         self._insert(
             S.branches,
             {
@@ -188,7 +252,7 @@ class Writer:
 
     def add_participant(self, p: Participant) -> None:
         """Insert a participant."""
-        self._check(p)
+        self._child(p)
         self._insert(
             S.participants,
             {"id": p.id, "tenant_id": p.tenant_id, "conversation_id": p.conversation_id, "name": p.name, "body": _body(p)},
@@ -197,7 +261,7 @@ class Writer:
     # -- transcript ------------------------------------------------------------------
     def add_message(self, m: Message) -> bool:
         """Insert a message; returns ``False`` when its ``content_key`` was already recorded."""
-        self._check(m)
+        self._child(m)
         return self._insert(
             S.messages,
             {
@@ -219,7 +283,7 @@ class Writer:
 
     def add_model_run(self, run: ModelRun) -> None:
         """Insert a model run."""
-        self._check(run)
+        self._child(run)
         self._insert(
             S.model_runs,
             {
@@ -234,7 +298,7 @@ class Writer:
 
     def add_tool_call(self, call: ToolCall) -> bool:
         """Insert a tool call; ``False`` when its ``call_id`` is already recorded (idempotent)."""
-        self._check(call)
+        self._child(call)
         return self._insert(
             S.tool_calls,
             {
@@ -256,16 +320,11 @@ class Writer:
     def update_tool_call(self, call: ToolCall) -> None:
         """Replace a tool call's status/body."""
         self._check(call)
-        t = S.tool_calls
-        self.conn.execute(
-            t.update()
-            .where(t.c.id == call.id, t.c.tenant_id == call.tenant_id)
-            .values(status=call.status.value, body=_body(call))
-        )
+        self._update(S.tool_calls, call.id, "tool call", {"status": call.status.value, "body": _body(call)})
 
     def add_artifact(self, a: ToolArtifact) -> bool:
         """Insert a tool artifact; ``False`` when one for the same ``call_id`` exists."""
-        self._check(a)
+        self._child(a)
         return self._insert(
             S.tool_artifacts,
             {
@@ -292,11 +351,8 @@ class Writer:
     def update_artifact(self, a: ToolArtifact) -> None:
         """Replace an artifact's body (status, visibility, retention)."""
         self._check(a)
-        t = S.tool_artifacts
-        self.conn.execute(
-            t.update()
-            .where(t.c.id == a.id, t.c.tenant_id == a.tenant_id)
-            .values(status=a.status.value, visibility=a.visibility_scope.value, body=_body(a))
+        self._update(
+            S.tool_artifacts, a.id, "artifact", {"status": a.status.value, "visibility": a.visibility_scope.value, "body": _body(a)}
         )
 
     def _memory_values(self, m: ToolMemory) -> dict[str, Any]:
@@ -314,7 +370,7 @@ class Writer:
 
     def add_memory(self, m: ToolMemory) -> None:
         """Insert a tool memory."""
-        self._check(m)
+        self._child(m)
         self._insert(
             S.tool_memories,
             {"id": m.id, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, **self._memory_values(m)},
@@ -323,14 +379,11 @@ class Writer:
     def update_memory(self, m: ToolMemory) -> None:
         """Replace a memory (links, resolution state, repair attempts)."""
         self._check(m)
-        t = S.tool_memories
-        self.conn.execute(
-            t.update().where(t.c.id == m.id, t.c.tenant_id == m.tenant_id).values(**self._memory_values(m))
-        )
+        self._update(S.tool_memories, m.id, "memory", self._memory_values(m))
 
     def add_skill_state(self, s: SkillState) -> None:
         """Insert a skill state snapshot."""
-        self._check(s)
+        self._child(s)
         self._insert(
             S.skill_states,
             {"id": s.id, "tenant_id": s.tenant_id, "conversation_id": s.conversation_id, "branch_id": s.branch_id, "seq": s.seq, "body": _body(s)},
@@ -338,7 +391,7 @@ class Writer:
 
     def add_checkpoint(self, c: ContinuationCheckpoint) -> None:
         """Insert a continuation checkpoint."""
-        self._check(c)
+        self._child(c)
         self._insert(
             S.checkpoints,
             {"id": c.id, "tenant_id": c.tenant_id, "conversation_id": c.conversation_id, "branch_id": c.branch_id, "seq": c.seq, "body": _body(c)},
@@ -346,6 +399,7 @@ class Writer:
 
     def add_rule(self, rule_id: str, conversation_id: str, branch_id: str | None, seq: int, body: dict[str, Any]) -> bool:
         """Insert a pinned rule/constraint record (idempotent on ``rule_id``)."""
+        self._require_conversation(conversation_id)
         return self._insert(
             S.rules,
             {"id": rule_id, "tenant_id": self.scope.tenant_id, "conversation_id": conversation_id, "branch_id": branch_id, "seq": seq, "body": body},
@@ -354,7 +408,7 @@ class Writer:
 
     def add_decision(self, d: PolicyDecision) -> None:
         """Insert a policy decision."""
-        self._check(d)
+        self._child(d)
         self._insert(
             S.policy_decisions,
             {"id": d.id, "tenant_id": d.tenant_id, "conversation_id": d.conversation_id, "assembly_id": d.assembly_id, "record_id": d.record_id, "body": _body(d)},
@@ -362,7 +416,7 @@ class Writer:
 
     def add_assembly(self, a: ContextAssembly, payload: dict[str, Any] | None) -> None:
         """Insert a context assembly and (optionally) the payload it produced."""
-        self._check(a)
+        self._child(a)
         self._insert(
             S.assemblies,
             {
@@ -432,8 +486,11 @@ class SqlStore:
         """Open one write transaction for ``scope``.
 
         On SQLite the transaction starts with ``BEGIN IMMEDIATE`` (writers queue on the
-        database lock, waiting up to the busy timeout); a busy error is retried only when
-        raised before the body ran.  Everything written through the yielded
+        database lock, waiting up to the 60 s busy timeout); a busy error is retried
+        (up to ``retries`` times, backing off 0.1 s doubling to 1 s) only when raised
+        before the body ran, never after.  On PostgreSQL writers of one conversation
+        queue on its row lock (taken by :meth:`Writer.allocate_seq`, or earlier by a
+        :meth:`lineage` read made inside the transaction).  Everything written through the yielded
         :class:`Writer` commits together or not at all.
 
         Raises:
@@ -460,6 +517,7 @@ class SqlStore:
                 time.sleep(min(0.05 * 2**attempt, 1.0))
                 continue
             break
+        conn.info[_WRITER_FLAG] = True
         try:
             yield Writer(self, conn, scope)
             if self.dialect == "sqlite":
@@ -473,14 +531,21 @@ class SqlStore:
                 else:
                     conn.rollback()
             finally:
+                conn.info.pop(_WRITER_FLAG, None)
                 conn.close()
             raise
+        conn.info.pop(_WRITER_FLAG, None)
         conn.close()
 
     @contextmanager
     def reader(self) -> Iterator[Connection]:
-        """A read connection (one consistent snapshot on PostgreSQL / SQLite WAL)."""
+        """A read transaction over one consistent snapshot: ``REPEATABLE READ`` on
+        PostgreSQL (a read-only snapshot never fails to serialise), a deferred
+        transaction on SQLite WAL.  Several queries made through it (e.g. the assembler's
+        candidate collection) never see a writer's commit half-way."""
         with self.engine.connect() as conn:
+            if self.dialect == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ")
             if self.dialect == "sqlite":
                 conn.exec_driver_sql("BEGIN")
                 try:
@@ -601,12 +666,27 @@ class SqlStore:
         Returns segments newest first: ``[LineageSegment(active, None), LineageSegment(parent,
         fork_seq), …]``.  A child inherits from its parent only records with ``seq`` ≤ the
         fork point, and the limit tightens as the walk goes up.
+
+        Called with a :meth:`writer` connection on PostgreSQL, it first locks the
+        conversation row, so the lineage head read next stays the head until commit.
+
+        Raises:
+            NotFoundError: ``branch_id`` is not in scope.
         """
         scope = require_scope(scope)
         t = S.branches
         stmt = sa.select(t.c.id, t.c.parent_branch_id, t.c.fork_seq).where(t.c.tenant_id == scope.tenant_id)
         first = self.get_branch(scope, branch_id, conn)
         stmt = stmt.where(t.c.conversation_id == first.conversation_id)
+        if conn is not None and conn.info.get(_WRITER_FLAG) and self.dialect == "postgresql":
+            # Inside a write transaction, take the conversation's row lock (the one
+            # ``allocate_seq`` takes) before reading the lineage: writers of one
+            # conversation are then serialised from here on, and the head a writer
+            # reads is still the head when it appends (as BEGIN IMMEDIATE gives on SQLite).
+            ct = S.conversations
+            conn.execute(
+                sa.select(ct.c.id).where(ct.c.id == first.conversation_id, ct.c.tenant_id == scope.tenant_id).with_for_update()
+            )
         if conn is None:
             with self.reader() as c:
                 rows = c.execute(stmt).all()
@@ -660,7 +740,7 @@ class SqlStore:
         scope = require_scope(scope)
         t = S.messages
         stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
-        if segments is not None:
+        if segments is not None and (last is None or len(segments) <= 1):
             stmt = stmt.where(_segments_clause(t, segments))
         if min_seq is not None:
             stmt = stmt.where(t.c.seq >= min_seq)
@@ -671,7 +751,10 @@ class SqlStore:
         if ids is not None:
             stmt = stmt.where(t.c.id.in_(list(ids)))
         if last is not None:
-            stmt = stmt.order_by(t.c.seq.desc()).limit(last)
+            if segments is not None and len(segments) > 1:
+                stmt = _newest_per_segment(stmt, t, segments, last, (t.c.seq,))
+            else:
+                stmt = stmt.order_by(t.c.seq.desc()).limit(last)
             return list(reversed(self._rows(stmt, Message, conn)))
         return self._rows(stmt.order_by(t.c.seq), Message, conn)
 
@@ -785,9 +868,13 @@ class SqlStore:
     def read_artifact_bytes(self, scope: Scope | None, artifact: ToolArtifact | str) -> bytes:
         """The exact raw bytes of an artifact's result, verified against its sha256.
 
+        ``artifact`` is an id or a loaded record of the scope's tenant.
+
         Raises:
-            NotFoundError: unknown artifact.
-            IntegrityError: blob missing or bytes do not match the recorded sha256.
+            NotFoundError: unknown artifact, another tenant's artifact, or a payload
+                removed by retention.
+            IntegrityError: blob missing or bytes do not match the recorded sha256
+                (``record_id`` = the artifact id, ``actual`` = ``None`` when missing).
         """
         from contextledger.errors import IntegrityError
         from contextledger.store.blobs import sha256_key
@@ -799,7 +886,10 @@ class SqlStore:
         if art.deleted_at is not None:
             raise NotFoundError("artifact payload (retention-deleted)", art.id)
         if art.blob_key is not None:
-            data = self.blobs.get(art.blob_key)
+            try:
+                data = self.blobs.get(art.blob_key)
+            except IntegrityError as exc:  # name the artifact, not only the blob key
+                raise IntegrityError(art.id, art.sha256, exc.actual) from exc
         else:
             data = (art.inline_text or "").encode("utf-8")
         actual = sha256_key(data)
@@ -816,6 +906,7 @@ class SqlStore:
         last: int | None = None,
         ids: Iterable[str] | None = None,
         subject_keys: Iterable[str] | None = None,
+        subject_prefix: str | None = None,
         artifact_ids: Iterable[str] | None = None,
         conn: Connection | None = None,
     ) -> list[ToolMemory]:
@@ -823,16 +914,21 @@ class SqlStore:
         scope = require_scope(scope)
         t = S.tool_memories
         stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
-        if segments is not None:
+        if segments is not None and (last is None or len(segments) <= 1):
             stmt = stmt.where(_segments_clause(t, segments))
         if ids is not None:
             stmt = stmt.where(t.c.id.in_(list(ids)))
         if subject_keys is not None:
             stmt = stmt.where(t.c.subject_key.in_(list(subject_keys)))
+        if subject_prefix is not None:
+            stmt = stmt.where(t.c.subject_key >= subject_prefix, t.c.subject_key < subject_prefix + "\uffff")
         if artifact_ids is not None:
             stmt = stmt.where(t.c.artifact_id.in_(list(artifact_ids)))
         if last is not None:
-            stmt = stmt.order_by(t.c.seq.desc(), t.c.id.desc()).limit(last)
+            if segments is not None and len(segments) > 1:
+                stmt = _newest_per_segment(stmt, t, segments, last, (t.c.seq, t.c.id))
+            else:
+                stmt = stmt.order_by(t.c.seq.desc(), t.c.id.desc()).limit(last)
             return sorted(self._rows(stmt, ToolMemory, conn), key=lambda m: (m.seq, m.id))
         return sorted(self._rows(stmt.order_by(t.c.seq), ToolMemory, conn), key=lambda m: (m.seq, m.id))
 

@@ -1,0 +1,139 @@
+"""A large branched conversation for query-plan checks, and the plans of the queries the
+assembler runs on it (``docs/query-plans.md`` was written from this module's output:
+``python -m tests.store_conformance.plan_data sqlite|postgresql URL``).
+
+Shape (``n`` messages in ``conv_big``): root; ``b1`` forks root at n/2; ``b2`` forks b1
+at 3n/4 (the active branch); every 20th message is a user turn, then alternating
+assistant (one tool call each) and tool result (artifact + memory).  Two more
+conversations of ``n`` messages each (one in another tenant) make the conversation filter
+selective.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy as sa
+
+from contextledger.assembly.candidates import collect_candidates
+from contextledger.store import schema as S
+from contextledger.store.base import Scope
+from contextledger.store.sql import SqlStore
+
+NOW = "2025-01-01T00:00:00+00:00"
+SCOPE = Scope(tenant_id="acme")
+BIG = "conv_big"
+
+
+def _branch_of(conv: str, seq: int, n: int, branched: bool) -> str:
+    if not branched:
+        return f"{conv}_root"
+    if seq <= n // 2:
+        return f"{conv}_root" if seq % 10 else f"{conv}_b1"
+    if seq <= 3 * n // 4:
+        return f"{conv}_b1" if seq % 5 else f"{conv}_root"
+    return f"{conv}_b2" if seq % 3 else f"{conv}_root"
+
+
+def _rows(tenant: str, conv: str, n: int, branched: bool) -> Iterator[tuple[sa.Table, dict[str, Any]]]:
+    base = {"tenant_id": tenant, "conversation_id": conv}
+    for seq in range(1, n + 1):
+        b = _branch_of(conv, seq, n, branched)
+        role = "user" if seq % 20 == 1 else ("assistant" if seq % 2 else "tool")
+        mid = f"{conv}_m{seq}"
+        common = {**base, "branch_id": b, "seq": seq}
+        yield S.messages, {**common, "id": mid, "role": role, "kind": "chat", "visibility": "branch", "token_count": 10,
+                           "body": {**common, "id": mid, "role": role, "parts": [{"kind": "text", "text": "x"}], "created_at": NOW}}
+        if role == "assistant":
+            status = "failed" if seq % 97 == 0 else ("pending" if seq % 991 == 0 else "succeeded")
+            call = {**common, "id": f"{conv}_c{seq}", "call_id": f"call_{seq}", "tool_name": "Bash", "status": status, "message_id": mid}
+            yield S.tool_calls, {**call, "body": {**call, "created_at": NOW}}
+        elif role == "tool":
+            aid = f"{conv}_a{seq}"
+            art = {**common, "id": aid, "call_id": f"call_{seq - 1}", "tool_name": "Bash", "status": "succeeded",
+                   "sha256": "sha256:0", "size_bytes": 1, "inline_text": "x"}
+            yield S.tool_artifacts, {**art, "result_tokens": 5, "visibility": "branch",
+                                     "body": {**art, "message_id": mid, "observed_at": NOW, "created_at": NOW}}
+            subject = f"file:/src/f{seq % 300}.py"
+            yield S.tool_memories, {**common, "id": f"{conv}_mem{seq}", "artifact_id": aid, "subject_key": subject,
+                                    "resolution_state": "current", "visibility": "branch", "token_count": 5,
+                                    "body": {**common, "id": f"{conv}_mem{seq}", "source_artifact_ids": [aid], "source_tool": "Bash",
+                                             "call_id": f"call_{seq - 1}", "summary": "s", "subject_key": subject,
+                                             "observed_at": NOW, "created_at": NOW}}
+
+
+def populate(store: SqlStore, n: int) -> None:
+    """Insert the three conversations (bulk inserts; bodies are placeholders)."""
+    for tenant, conv, branched in (("acme", BIG, True), ("acme", "conv_noise", False), ("globex", "conv_other", True)):
+        with store.writer(Scope(tenant_id=tenant)) as w:
+            root = f"{conv}_root"
+            w.conn.execute(S.conversations.insert().values(
+                id=conv, tenant_id=tenant, title="t", next_seq=n, created_at=NOW,
+                body={"id": conv, "tenant_id": tenant, "root_branch_id": root, "active_branch_id": f"{conv}_b2" if branched else root,
+                      "created_at": NOW},
+            ))
+            branches: list[tuple[str, str | None, int | None]] = [(root, None, None)]
+            if branched:
+                branches += [(f"{conv}_b1", root, n // 2), (f"{conv}_b2", f"{conv}_b1", 3 * n // 4)]
+            w.conn.execute(S.branches.insert(), [
+                {"id": b, "tenant_id": tenant, "conversation_id": conv, "parent_branch_id": p, "fork_seq": f,
+                 "body": {"id": b, "tenant_id": tenant, "conversation_id": conv, "parent_branch_id": p, "fork_seq": f, "created_at": NOW}}
+                for b, p, f in branches
+            ])
+            batches: dict[str, list[dict[str, Any]]] = {}
+            for table, row in _rows(tenant, conv, n, branched):
+                batches.setdefault(table.name, []).append(row)
+            for name, rows in batches.items():
+                for i in range(0, len(rows), 2000):
+                    w.conn.execute(S.TABLES[name].insert(), rows[i:i + 2000])
+    if store.dialect == "postgresql":
+        with store.engine.connect() as c:
+            c.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
+
+
+def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
+    """The SELECTs the assembler's candidate collection runs on ``conv_big`` (window 40),
+    plus the memory-by-subject read of memory linking, as (statement, parameters)."""
+    captured: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            captured.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", capture)
+    try:
+        collect_candidates(store, SCOPE, BIG, None, recent_window=40, max_candidates=200)
+        segs = store.lineage(SCOPE, f"{BIG}_b2")
+        store.memories(SCOPE, BIG, segs, subject_keys=["file:/src/f7.py"])
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", capture)
+    return captured
+
+
+def explain(store: SqlStore, statement: str, parameters: Any) -> list[str]:
+    """Plan lines: ``EXPLAIN QUERY PLAN`` details on SQLite, ``EXPLAIN (COSTS OFF)`` on PostgreSQL."""
+    prefix = "EXPLAIN (COSTS OFF) " if store.dialect == "postgresql" else "EXPLAIN QUERY PLAN "
+    with store.engine.connect() as c:
+        return [str(r[-1]) for r in c.exec_driver_sql(prefix + statement, parameters).all()]
+
+
+def main(url: str, n: int = 10_000) -> None:  # pragma: no cover - documentation helper
+    import tempfile
+    from pathlib import Path
+
+    from contextledger.store.blobs import LocalBlobStore
+
+    store = SqlStore(url, LocalBlobStore(Path(tempfile.mkdtemp())))
+    populate(store, n)
+    for statement, params in assembler_queries(store):
+        print("\n-- " + re.sub(r"\s+", " ", statement))
+        for line in explain(store, statement, params):
+            print("   " + line)
+    store.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 10_000)

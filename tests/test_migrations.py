@@ -1,0 +1,143 @@
+"""Alembic migrations on both backends: empty → head, the migrated schema equals
+``schema.metadata`` (what ``alembic check`` verifies), re-running is a no-op, a step-wise
+upgrade keeps data, and two processes upgrading one empty database at once both succeed
+(PostgreSQL advisory lock; SQLite write lock)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import traceback
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from contextledger.store.migrate import alembic_config, current_revision, head_revision, upgrade
+from contextledger.store.schema import metadata
+from contextledger.store.sql import _make_engine
+
+HEAD = "0002_candidate_indexes"
+
+
+def _diffs(engine: sa.Engine) -> list[Any]:
+    with engine.connect() as conn:
+        return list(compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata))
+
+
+def _indexes(engine: sa.Engine) -> dict[str, set[tuple[str, tuple[str, ...], bool]]]:
+    insp = sa.inspect(engine)
+    return {
+        t: {(ix["name"] or "", tuple(c or "" for c in ix["column_names"]), bool(ix["unique"])) for ix in insp.get_indexes(t)}
+        for t in metadata.tables
+    }
+
+
+def test_head_is_the_newest_migration() -> None:
+    assert head_revision() == HEAD
+
+
+def test_upgrade_from_empty_to_head_matches_metadata(backend_url: str) -> None:
+    engine = _make_engine(backend_url)
+    try:
+        assert current_revision(engine) is None
+        upgrade(engine)
+        assert current_revision(engine) == HEAD
+        assert set(sa.inspect(engine).get_table_names()) == set(metadata.tables) | {"alembic_version"}
+        assert _diffs(engine) == []
+        expected = {
+            t.name: {(ix.name or "", tuple(c.name for c in ix.columns), bool(ix.unique)) for ix in t.indexes}
+            for t in metadata.tables.values()
+        }
+        assert _indexes(engine) == expected
+    finally:
+        engine.dispose()
+
+
+def test_rerun_is_idempotent(backend_url: str) -> None:
+    engine = _make_engine(backend_url)
+    try:
+        upgrade(engine)
+        before = _indexes(engine)
+        upgrade(engine)  # fast path: already at head
+        cfg = alembic_config()
+        with engine.begin() as conn:  # the full Alembic path, forced
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+        assert current_revision(engine) == HEAD
+        assert _indexes(engine) == before
+        assert _diffs(engine) == []
+    finally:
+        engine.dispose()
+
+
+def test_stepwise_upgrade_keeps_rows_and_downgrade_round_trips(backend_url: str) -> None:
+    engine = _make_engine(backend_url)
+    try:
+        upgrade(engine, "0001_initial")
+        assert current_revision(engine) == "0001_initial"
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO tool_memories (id, tenant_id, conversation_id, branch_id, seq, artifact_id, resolution_state, "
+                "visibility, token_count, body) VALUES ('mem_1', 'acme', 'conv_1', 'br_1', 3, 'art_1', 'current', 'branch', 4, '{}')"
+            ))
+        assert ("ix_tool_memories_artifact", ("tenant_id", "artifact_id"), False) in _indexes(engine)["tool_memories"]
+        upgrade(engine)
+        assert current_revision(engine) == HEAD
+        assert _diffs(engine) == []
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT id, artifact_id, seq FROM tool_memories")).all() == [("mem_1", "art_1", 3)]
+        cfg = alembic_config()
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0001_initial")
+        assert current_revision(engine) == "0001_initial"
+        assert ("ix_tool_memories_artifact", ("tenant_id", "artifact_id"), False) in _indexes(engine)["tool_memories"]
+        assert not any(ix[0] == "ix_messages_role" for ix in _indexes(engine)["messages"])
+        upgrade(engine)
+        assert _diffs(engine) == []
+    finally:
+        engine.dispose()
+
+
+def _upgrade_in_process(url: str, start: Any, out: Any) -> None:
+    try:
+        engine = _make_engine(url)
+        start.wait(120)
+        upgrade(engine)
+        out.put(("ok", current_revision(engine)))
+        engine.dispose()
+    except BaseException:
+        out.put(("error", traceback.format_exc()))
+
+
+def test_concurrent_upgrade_from_two_processes(backend_url: str) -> None:
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_upgrade_in_process, args=(backend_url, start, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=180) for _ in procs]
+    for p in procs:
+        p.join(180)
+    assert results == [("ok", HEAD), ("ok", HEAD)], results
+    assert [p.exitcode for p in procs] == [0, 0]
+    engine = _make_engine(backend_url)
+    try:
+        assert current_revision(engine) == HEAD
+        assert _diffs(engine) == []
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM alembic_version")).scalar_one() == 1
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("revision", ["0001_initial", HEAD])
+def test_each_revision_file_is_reachable(revision: str) -> None:
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config())
+    assert script.get_revision(revision) is not None
+    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0001_initial"]
