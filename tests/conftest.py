@@ -53,7 +53,7 @@ def _admin_exec(admin_url: str, sql: str) -> None:
     import psycopg
 
     with psycopg.connect(admin_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
-        conn.execute(sql)  # type: ignore[arg-type]
+        conn.execute(sql)  # type: ignore[arg-type,unused-ignore]
 
 
 @pytest.fixture

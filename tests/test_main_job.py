@@ -69,15 +69,32 @@ def test_import_counts(imported: tuple[Ledger, dict[str, ImportResult]], path: s
     assert r.artifacts + r.pending_calls == r.tool_calls
 
 
-STRUCTURED = [e for e in SUPPORTED if "tool_calls" in e["source_format"] and "text" not in e["source_format"]]
+# Where our tool-call count differs from the manifest's counting rule, and why.
+EXPLAINED = {
+    "moredip-session-share/general-tool-calls.jsonl": (65, "the resumed session repeats 45 tool_use blocks; kept once"),
+    "randlee-claude-history/simple/agents/agent-acompact-a94287.jsonl": (1, "an orphan tool result is kept as an observation with its own call"),
+    "randlee-claude-history/subagents-example/agents/agent-acompact-53a066.jsonl": (1, "an orphan tool result is kept as an observation with its own call"),
+    "swe-agent/ctf__crypto__BabyEncryption.traj": (15, "history (what the model saw) has 15 assistant turns; the manifest counts 16 trajectory steps"),
+    "adp-swe-play-openhands/swe-play-4.json": (31, "the last turn writes <finish> without <function=…>, so it is no action"),
+}
 
 
-@pytest.mark.parametrize("path", [e["path"] for e in STRUCTURED])
-def test_structured_tool_calls_match_the_manifest(imported: tuple[Ledger, dict[str, ImportResult]], path: str) -> None:
-    """For OpenAI tool_calls formats the manifest counts tool_calls entries, as we do."""
+def _folded(path: str) -> int:
+    """Tool calls of the subagent files folded into a main Claude Code session."""
+    stem = path[: -len(".jsonl")] + "/subagents/"
+    return sum(e["tool_calls"] for e in SUPPORTED if e["path"].startswith(stem))
+
+
+@pytest.mark.parametrize("path", [e["path"] for e in SUPPORTED])
+def test_tool_calls_match_the_manifest(imported: tuple[Ledger, dict[str, ImportResult]], path: str) -> None:
+    """Our count equals the manifest's (text actions count as calls; a main session also
+    holds the calls of its folded subagent files), except where EXPLAINED says why."""
     _, results = imported
     entry = next(e for e in SUPPORTED if e["path"] == path)
-    assert results[path].tool_calls == entry["tool_calls"]
+    if path in EXPLAINED:
+        assert results[path].tool_calls == EXPLAINED[path][0]
+    else:
+        assert results[path].tool_calls == entry["tool_calls"] + _folded(path)
 
 
 @pytest.mark.parametrize("provider", ["openai-chat", "anthropic"])

@@ -76,7 +76,7 @@ def test_default_policy_values() -> None:
     assert policy.authority.chain == tuple(AuthorityLevel)
     assert policy.authority.rank(AuthorityLevel.PROJECT) == 2
     assert policy.trace.keep_trace is False
-    assert (policy.candidates.max_candidates, policy.candidates.recent_window) == (2000, 200)
+    assert (policy.candidates.max_candidates, policy.candidates.recent_window) == (400, 200)
 
 
 def test_default_freshness_privacy_rehydration_and_limits() -> None:

@@ -28,11 +28,14 @@ from contextledger.store.sql import SqlStore, Writer
 if TYPE_CHECKING:
     from contextledger.assembly.assembler import AssemblyResult
     from contextledger.compaction import Compaction
+    from contextledger.graph.resume import ResumeState
     from contextledger.ingest.loader import ImportResult
     from contextledger.ingest.recorder import Recorder
     from contextledger.policy.constraints import Violation
     from contextledger.policy.model import Policy
     from contextledger.policy.rules import Rule
+    from contextledger.records.enums import Visibility
+    from contextledger.records.models import PolicyDecision
 
 __all__ = ["DEFAULT_TENANT", "Ledger"]
 
@@ -195,6 +198,26 @@ class Ledger:
         from contextledger.compaction import compact
 
         return compact(self, scope or self.scope(), conversation_id, branch_id=branch_id, keep_recent_units=keep_recent_units, now=now)
+
+    def promote(self, record_id: str, *, to: Visibility, actor: str, reason: str, scope: Scope | None = None) -> PolicyDecision:
+        """Widen a record's visibility (child → parent, private → branch, audit-only →
+        visible), recorded as a promotion PolicyDecision with who and why in the same
+        transaction (seed 000 §4.14).  See :func:`contextledger.graph.promotion.promote`.
+
+        Raises:
+            PromotionError: the visibility would not widen, or a child's run is not in a
+                terminal state yet.
+        """
+        from contextledger.graph.promotion import promote
+
+        return promote(self, scope or self.scope(), record_id, to=to, actor=actor, reason=reason)
+
+    def resume_state(self, conversation_id: str, *, branch_id: str | None = None, participant_id: str | None = None, scope: Scope | None = None) -> ResumeState:
+        """Runtime state to resume from, read from the newest ContinuationCheckpoint (never
+        by searching the transcript).  See :func:`contextledger.graph.resume.resume_state`."""
+        from contextledger.graph.resume import resume_state
+
+        return resume_state(self, scope or self.scope(), conversation_id, branch_id=branch_id, participant_id=participant_id)
 
     def rehydrate(self, artifact_id: str, *, scope: Scope | None = None) -> bytes:
         """The exact raw bytes of an artifact, verified against its sha256.

@@ -22,6 +22,7 @@ nothing.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -253,7 +254,7 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
         w.allocate_seq(conv_id, len(keys))
         calls: dict[str, ToolCall] = {}
         msg_ids: dict[str, str] = {}
-        last_action_msg: dict[str, Message] = {}
+        action_calls: dict[str, ToolCall] = {}
         obs_n = 0
         first_non_system = next((i for i, m in enumerate(t.messages) if m.role not in (Role.SYSTEM, Role.DEVELOPER)), len(t.messages))
         for i, im in enumerate(t.messages):
@@ -300,29 +301,33 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
                     result.promoted_reports += 1
                 continue
             if im.kind == MessageKind.OBSERVATION and im.role is Role.USER:
-                obs_n += 1
-                issuer = last_action_msg.pop(im.participant_key, None)
                 text = "\n".join(p.text for p in im.parts if isinstance(p, TextPart))
-                action = str(im.metadata.get("action") or (issuer.metadata.get("action") if issuer else "") or "")
-                tool_name = str(im.metadata.get("action_tool") or (issuer.metadata.get("action_tool") if issuer else None) or "action")
-                owner = issuer or msg
-                call = ToolCall(
-                    id=new_id("call"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=owner.branch_id,
-                    message_id=owner.id, seq=owner.seq, call_index=0, call_id=f"obs_{obs_n}",
-                    tool_name=_tool_name(tool_name), arguments_json=_json_args(action), participant_id=pid, created_at=msg.created_at,
-                )
+                pending_call = action_calls.pop(im.participant_key, None)
+                action = str(im.metadata.get("action") or "")
+                if pending_call is not None:
+                    call = pending_call
+                    action = action or str(json.loads(call.arguments_json).get("action", ""))
+                else:
+                    # an observation with no action before it: its own synthetic call
+                    obs_n += 1
+                    tool_name = str(im.metadata.get("action_tool") or "action")
+                    call = ToolCall(
+                        id=new_id("call"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=msg.branch_id,
+                        message_id=msg.id, seq=msg.seq, call_index=0, call_id=f"obs_{obs_n}",
+                        tool_name=_tool_name(tool_name), arguments_json=_json_args(action), participant_id=pid, created_at=msg.created_at,
+                    )
+                    w.add_tool_call(call)
+                    result.tool_calls += 1
                 bkey = blob_keys.get(f"{im.key}:obs")
                 art_id = new_id("art")
                 part = ToolResultPart(call_id=call.call_id, artifact_id=art_id, text=None if bkey else text)
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part])})
                 w.add_message(msg)
-                w.add_tool_call(call)
                 rec.write_result(
                     w, conv, call, text.encode("utf-8"), blob_key=bkey, result_message=msg, artifact_id=art_id,
                     visibility=visibility, observed_at=im.created_at, action_text=action or None,
                 )
                 result.messages += 1
-                result.tool_calls += 1
                 result.artifacts += 1
                 continue
             w.add_message(msg)
@@ -334,9 +339,21 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
                 for c in new_calls:
                     calls[c.call_id] = c
                 result.tool_calls += len(new_calls)
-                if im.metadata.get("action"):
-                    last_action_msg[im.participant_key] = msg
-        result.pending_calls = len(calls)
+                if im.metadata.get("action") and not new_calls:
+                    # a text action is a tool call too: pending until its observation
+                    obs_n += 1
+                    action_call = ToolCall(
+                        id=new_id("call"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=msg.branch_id,
+                        message_id=msg.id, seq=msg.seq, call_index=0, call_id=f"obs_{obs_n}",
+                        tool_name=_tool_name(str(im.metadata.get("action_tool") or "action")),
+                        arguments_json=_json_args(str(im.metadata["action"])), participant_id=pid, created_at=msg.created_at,
+                    )
+                    w.add_tool_call(action_call)
+                    if im.participant_key in action_calls:
+                        result.pending_calls += 1  # the earlier action never got an observation
+                    action_calls[im.participant_key] = action_call
+                    result.tool_calls += 1
+        result.pending_calls += len(calls) + len(action_calls)
         result.branches = len(branches)
         result.participants = max(1, len(parts_by_key))
     return result
