@@ -306,3 +306,62 @@ def test_untrusted_text_never_reaches_the_system_slot(led: Ledger) -> None:
     assert res.payload["system"] == "Be helpful."
     assert "NEVER-OBEY-THIS" in text_of(res.payload["messages"])  # present only as tool data
     assert led.rules(conv.id) == []  # tool output cannot pin or raise a rule
+
+
+def test_duplicate_exchange_omitted_once(led: Ledger) -> None:
+    rec = led.recorder()
+    conv = rec.start_conversation()
+    rec.record_message(conv.id, "user", "status twice")
+    call(rec, conv.id, "s1", "Bash", {"command": "git status"}, "nothing to commit DUP-OUTPUT")
+    call(rec, conv.id, "s2", "Bash", {"command": "git status"}, "nothing to commit DUP-OUTPUT")
+    res = led.assemble(conv.id, now=T0)
+    assert text_of(res.payload).count("DUP-OUTPUT") == 1
+    assert res.record.omitted["duplicate"] == 3  # the earlier turn, its result message and its memory
+    assert validate_payload("openai-chat", res.payload) == []
+
+
+def test_binary_part_becomes_a_reference(led: Ledger) -> None:
+    from contextledger.records.parts import BinaryPart, TextPart
+
+    rec = led.recorder()
+    conv = rec.start_conversation()
+    rec.record_message(conv.id, Role.USER, [TextPart(text="see the attached contract"), BinaryPart(media_type="application/pdf", size_bytes=1234, name="contract.pdf", blob_key="sha256:" + "ab" * 32)])
+    res = led.assemble(conv.id, provider="anthropic", now=T0)
+    body = text_of(res.payload)
+    assert "application/pdf" in body and "contract.pdf" in body
+    assert res.record.omitted["unsupported_content"] == 1
+
+
+def test_low_confidence_evidence_goes_first(led: Ledger) -> None:
+    pol = policy_from_mapping({"recent_tail": {"min_turns": 1, "max_share": 0.2}})
+    rec = led.recorder()
+    conv = rec.start_conversation()
+    rec.record_message(conv.id, "user", "research")
+    mems = []
+    for i in range(30):
+        mems.append(call(rec, conv.id, f"q{i}", "WebFetch", {"url": f"https://example.org/{i}"}, f"page {i} " + "text " * 300, observed_at=T0)[2])
+    with led.store.writer(led.scope()) as w:
+        for m in mems[:10]:
+            w.update_memory(m.model_copy(update={"confidence": 0.2}))
+    rec.record_message(conv.id, "user", "now summarise")
+    res = led.assemble(conv.id, policy=pol, budget_tokens=1500, now=T0 + timedelta(minutes=1))
+    assert res.record.omitted.get("low_confidence", 0) > 0
+    low_ids = {m.id for m in mems[:10]}
+    assert not (low_ids & set(res.record.selected_refs))
+
+
+def test_rule_conflict_recorded_with_winner_loser_and_reason(led: Ledger) -> None:
+    from contextledger.policy.rules import Rule
+
+    rec = led.recorder()
+    conv = rec.start_conversation()
+    rec.record_message(conv.id, "user", "set up caching")
+    memory = Rule(text="The user prefers Redis.", strength="soft", source="memory:prefs", source_kind="memory", conflict_key="redis", order=1)
+    task = Rule(text="Do not introduce Redis in this task.", strength="hard", source="task:42", source_kind="task_state", conflict_key="redis", order=2)
+    assert led.add_rules(conv.id, [memory, task]) == 2
+    res = led.assemble(conv.id, now=T0)
+    system = res.payload["messages"][0]["content"]
+    assert "Do not introduce Redis in this task." in system and "prefers Redis" not in system
+    assert res.record.rule_conflicts == [{"key": "redis", "winner": task.id, "losers": [memory.id], "reason": res.record.rule_conflicts[0]["reason"]}]
+    assert res.record.rule_conflicts[0]["reason"].startswith("authority task_state outranks")
+    assert res.record.omitted["authority_overridden"] == 1

@@ -58,7 +58,14 @@ from contextledger.records.enums import (
     Shape,
 )
 from contextledger.records.models import ContextAssembly, Participant, ToolArtifact, ToolCall
-from contextledger.records.parts import Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from contextledger.records.parts import (
+    BinaryPart,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from contextledger.store.base import Scope
 from contextledger.tokens import get_tokenizer
 
@@ -391,6 +398,7 @@ class Assembler:
             if not ev.unit_visible(u):
                 continue
             visible_units.append(u)
+        visible_units = self._drop_duplicates(visible_units, ev, protected_keys)
         # the recent tail: the last ``min_turns`` user turns, but no more raw history than
         # ``max_share`` of the budget (long agent turns); older units are shaped
         turn_starts = [i for i, u in enumerate(visible_units) if u.is_turn_start]
@@ -443,7 +451,7 @@ class Assembler:
             pieces.append(_Piece(unit=None, messages=[msg], cost=self._cost([msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 0), extra_refs=refs))
         retrieval: list[_Piece] = []
         for mem in cands.memories:
-            if mem.id in in_view_memories:
+            if mem.id in in_view_memories or ev.is_omitted(mem.id):
                 continue
             if mem.seq <= covered_to:
                 ev.omit_record(mem.id, "memory", OmissionReason.COMPACTED, "summarised by the compaction")
@@ -455,6 +463,23 @@ class Assembler:
             retrieval.append(_Piece(unit=None, messages=[], cost=self.tok.count(msg_line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 0), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale))
             retrieval[-1].messages = [WireMessage(role="user", parts=(TextPart(text=msg_line),), ref=mem.id)]
         return pieces, retrieval
+
+    def _drop_duplicates(self, units: list[Unit], ev: Evaluator, protected: set[str]) -> list[Unit]:
+        """An exchange repeated verbatim later (same tools, arguments and result bytes)
+        adds nothing: the earlier copy is omitted with reason ``duplicate``."""
+        seen: set[tuple[tuple[str, str, str], ...]] = set()
+        keep: list[Unit] = []
+        for u in reversed(units):
+            if u.kind in ("exchange", "observation") and u.calls and len(u.artifacts) == len(u.calls) and u.key not in protected:
+                sig = tuple((c.tool_name, c.arguments_json, u.artifacts[c.call_id].sha256) for c in u.calls)
+                if sig in seen:
+                    ev.omit_unit(u, OmissionReason.DUPLICATE, "the same calls returned the same bytes later")
+                    for mem in u.memories.values():
+                        ev.omit_record(mem.id, "memory", OmissionReason.DUPLICATE, "memory of a duplicated exchange")
+                    continue
+                seen.add(sig)
+            keep.append(u)
+        return list(reversed(keep))
 
     def _label(self, ev: Evaluator, pid: str | None, fallback: str | None) -> str | None:
         return fallback or ev.label_of(pid)
@@ -471,6 +496,8 @@ class Assembler:
         for p in head.parts:
             if isinstance(p, ThinkingPart):
                 ev.omit_part(head, OmissionReason.RUNTIME_ONLY, "thinking is kept in the ledger, not sent")
+        if any(isinstance(p, BinaryPart) for p in head.parts):
+            ev.shape_record(head.id, "message", Shape.REFERENCE, OmissionReason.UNSUPPORTED_CONTENT, "binary part sent as a placeholder with its reference")
         if u.kind == "user":
             parts = render_content_parts(head)
             if parts:

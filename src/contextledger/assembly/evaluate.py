@@ -173,6 +173,10 @@ class Evaluator:
         """Record a counted omission of records not loaded individually."""
         self._add(f"{count} {kind}(s)", kind, REASON_FAMILY[reason], DecisionKind.OMIT, reason.value, detail=why, count=count)
 
+    def is_omitted(self, record_id: str) -> bool:
+        """Whether an omission was already recorded for ``record_id``."""
+        return record_id in self._omitted
+
     def last_reason(self, record_id: str) -> str:
         """The recorded omission reason of ``record_id`` (or ``"omitted"``)."""
         return self._omitted.get(record_id, "omitted")
