@@ -93,9 +93,14 @@ class Ledger:
 
     # -- hooks used by the recorder ------------------------------------------------------
     def put_blob_if_large(self, raw: bytes) -> str | None:
-        """Store ``raw`` in the blob store when it exceeds the inline threshold; return
-        its key, else ``None`` (the payload stays inline in the artifact row)."""
+        """Store ``raw`` in the blob store when it exceeds the inline threshold or is not
+        UTF-8 text (binary payloads are never inlined); return its key, else ``None``
+        (the payload stays inline in the artifact row)."""
         if len(raw) > self.store.inline_threshold_bytes:
+            return self.store.blobs.put(raw)
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
             return self.store.blobs.put(raw)
         return None
 

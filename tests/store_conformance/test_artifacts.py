@@ -53,12 +53,6 @@ def test_inline_up_to_threshold_blob_above(store: SqlStore, scope_a: Scope, tmp_
         assert store.read_artifact_bytes(scope_a, art) == raw
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IntegrityError,
-    reason="Ledger.put_blob_if_large keeps a non-UTF-8 payload at or below the threshold "
-    "neither inline (no text) nor as a blob, so its bytes are lost",
-)
 def test_small_binary_payload_round_trips(store: SqlStore, scope_a: Scope) -> None:
     [art] = _record(store, scope_a, [b"\xff\xfe\x00"])
     assert store.read_artifact_bytes(scope_a, art.id) == b"\xff\xfe\x00"

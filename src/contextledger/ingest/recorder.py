@@ -101,6 +101,10 @@ def message_token_count(parts: Sequence[Part]) -> int:
     return total
 
 
+class _AlreadyRecorded(Exception):
+    """Control-flow signal: a concurrent writer recorded the same call's result first."""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -596,12 +600,16 @@ class Recorder:
                 return msgs[0], arts[0], mems[0]
             raise InputError(f"tool call {call_id} already has a result ({call.status.value})")
         blob_key = self.ledger.put_blob_if_large(raw)
-        with self.store.writer(self.scope) as w:
-            msg, art, mem = self.write_result(
-                w, conv, call, raw, blob_key=blob_key, is_error=is_error, error_type=error_type, content_type=content_type,
-                privacy_class=privacy_class, visibility=visibility, shared_with=shared_with_participants,
-                skill_profile=skill_profile, provider_metadata=provider_metadata, observed_at=observed_at,
-            )
+        try:
+            with self.store.writer(self.scope) as w:
+                msg, art, mem = self.write_result(
+                    w, conv, call, raw, blob_key=blob_key, is_error=is_error, error_type=error_type, content_type=content_type,
+                    privacy_class=privacy_class, visibility=visibility, shared_with=shared_with_participants,
+                    skill_profile=skill_profile, provider_metadata=provider_metadata, observed_at=observed_at,
+                )
+        except _AlreadyRecorded:
+            # another writer recorded this call's result first; ours was rolled back whole
+            return self.record_tool_result(conversation_id, call_id, result, is_error=is_error)
         return msg, art, mem
 
     def write_result(
@@ -688,7 +696,8 @@ class Recorder:
         else:
             msg = result_message
         art = art.model_copy(update={"message_id": msg.id})
-        w.add_artifact(art)
+        if not w.add_artifact(art):
+            raise _AlreadyRecorded(call.call_id)
         w.update_tool_call(call.model_copy(update={"status": new_status, "result_message_id": msg.id, "resolved_at": now}))
         mem = self.ledger.derive_memory(art, text if text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text)
         if child:
