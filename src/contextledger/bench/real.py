@@ -15,7 +15,8 @@ derived mechanically from the recorded graph, identically for every strategy
 * **user constraints** — every sentence of a user-authored chat message that opens with
   "do not", "don't" or "never" (after an optional "please"/"and"/"but"/"also") or
   contains "must" (first 120 characters) must be visible — "I don't remember my id" is
-  not a constraint, "Don't touch the API" is;
+  not a constraint, "Don't touch the API" is; lines that look like code or numbered
+  file output (``1463: msg = …``, a trailing ``{``/``;``) are not user constraints;
 * **files** — every file path read or edited (arguments ``file_path``/``path``/
   ``filename``/``notebook_path``) must be visible; and for every edit
   (``old_string``/``old_str`` → ``new_string``/``new_str``) of a file that was read
@@ -56,6 +57,7 @@ _ERROR_LINE = re.compile(r"(?i)(error|exception|traceback|fatal|denied|not found
 _FAIL_LINE = re.compile(r"(?i)\bfail")
 _CONSTRAINT = re.compile(r"(?i)^(?:please\s+|and\s+|but\s+|also\s+)?(?:do not|don't|never)\b|\bmust\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_CODE_LINE = re.compile(r"^\s*\d+[:|]|[{};]\s*$|^\s*(def|class|return|import|from|if|elif|raise|msg)\b")
 _PATH_KEYS = ("file_path", "path", "filename", "notebook_path")
 _OLD_KEYS = ("old_string", "old_str")
 _NEW_KEYS = ("new_string", "new_str")
@@ -146,7 +148,7 @@ def derive_probes(ledger: Ledger, conversation_id: str, scope: Scope | None = No
                 continue
             for sentence in _SENTENCE.split(p.text):
                 s = sentence.strip()
-                if len(s) >= 12 and _CONSTRAINT.search(s):
+                if len(s) >= 12 and _CONSTRAINT.search(s) and not _CODE_LINE.search(s):
                     add(must_see, Fact(s[:120], "explicit user constraint"))
     read_text: dict[str, list[str]] = {}
     edits: list[tuple[int, str, str, str]] = []
