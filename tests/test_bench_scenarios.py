@@ -32,13 +32,11 @@ STRATEGIES = [CONTEXTLEDGER, *(s.name for s in all_strategies())]
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("seed-1", "reduction"): "assembled 123 tokens > budget 102: the pending picker's recovery text (≈400-char argument echo) is mandatory and not shortened",
-    ("seed-2", "recall"): "file handles file_8KQ2/file_P9Z1 and paths dropped; payload keeps only the first and last user messages (34 of 190 tokens used)",
-    ("seed-3", "recall"): "stale calendar/CRM/mail memories are omitted (14 'stale' omissions) instead of rendered as stale markers with a revalidation hint, although stale_mode='mark'",
-    ("seed-6", "recall"): "the successor observation (plan Enterprise) and both renewal dates are omitted under budget; only 38 of 199 tokens used",
+    ("seed-6", "reduction"): "the budget is 10% of the seed's 1,986-token replay while this replay is 1,898 tokens: filling the budget gives 89.6%",
+    ("seed-3", "recall"): "stale markers with revalidation hints are rendered, but at 105 tokens only one of the two stale evidence lines fits (thr_93b1 kept, evt_5521 dropped)",
     ("provenance-repair", "recall"): "the producing call id is not cited once the raw blob is gone; the memory/file path survives but not its provenance (call_004)",
     ("csv-rehydration", "recall"): "no stage-2 rehydration of the exact CSV rows the user asked for (budget 700 has room)",
     ("privacy-omission", "recall"): "restricted raw body correctly omitted, but no safe summary or thread reference (thr_L4nd) is left for revalidation",
-    ("debate-attribution", "recall"): "the moderator message (kind=moderator) is omitted",
     ("scheduled-job", "recall"): "the last run's failed call is rendered as a stale marker with the error line cut ('… 55 tokens omitted')",
     ("branch-send", "recall"): "the inherited parent message and this branch's own quote Q-907 are omitted; only the first user message and the sent text remain",
     ("coding-walkthrough", "recall"): "the project rule read from AGENTS.md ('never use npm') is not carried (rules from rule files read by a tool are not pinned)",

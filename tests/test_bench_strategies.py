@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
+from conftest import real_data_dir
 from contextledger.bench.strategies import (
     AnthropicClearToolUsesStrategy,
     AutogenBufferedStrategy,
@@ -57,7 +58,7 @@ from contextledger.records.parts import (
 )
 from contextledger.tokens import get_tokenizer
 
-REAL = Path("/work/shared/data/real")
+REAL = real_data_dir()
 SYSTEM = ("You are a careful build agent.",)
 TOOLS = (ToolSchema(name="read_file"), ToolSchema(name="run_tests"), ToolSchema(name="search"))
 

@@ -159,3 +159,25 @@ def test_unknown_ids_are_clean_errors(tmp_path: Path) -> None:
 def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "contextledger.cli.main", "--help"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and "assemble" in proc.stdout
+
+
+def test_unreachable_database_and_unwritable_out_are_clean_errors(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["--db", "postgresql+psycopg://postgres@127.0.0.1:1/none", "conversations"])
+    assert res.exit_code == 1 and "cannot open the database" in res.output and "Traceback" not in res.output
+    code, out = cli(tmp_path, "import", str(TAU), "--json")
+    cid = json.loads(out)[0]["conversation_id"]
+    code, out = cli(tmp_path, "assemble", cid, "--out", str(tmp_path))
+    assert code == 1 and "cannot write" in out and "Traceback" not in out
+
+
+def test_branch_of_another_conversation_is_refused(tmp_path: Path) -> None:
+    from contextledger.ledger import Ledger
+
+    led = Ledger.open(home=tmp_path)
+    rec = led.recorder()
+    a = rec.start_conversation()
+    b = rec.start_conversation()
+    rec.record_message(a.id, "user", "hi")
+    led.close()
+    code, out = cli(tmp_path, "assemble", a.id, "--branch", b.root_branch_id)
+    assert code == 1 and "not found" in out

@@ -6,11 +6,11 @@ import asyncio
 import hashlib
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import real_data_dir
 from contextledger.errors import InputError
 from contextledger.memory.extractors import (
     ExtractorRegistry,
@@ -25,7 +25,7 @@ from contextledger.memory.extractors import (
 from contextledger.memory.extractors.base import Extraction
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
 
-REAL = Path("/work/shared/data/real")
+REAL = real_data_dir()
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="real transcripts not available")
 
 

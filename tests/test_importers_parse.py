@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from conftest import real_data_dir
 from contextledger.errors import ImportFormatError
 from contextledger.ingest.importers import SUPPORTED_FORMATS, detect_format, parse_file
 from contextledger.ingest.transcript import ImportedMessage, ImportedTranscript
@@ -41,7 +42,7 @@ from contextledger.records.parts import (
     ToolResultPart,
 )
 
-REAL = Path("/work/shared/data/real")
+REAL = real_data_dir()
 MANIFEST: list[dict[str, Any]] = json.loads((REAL / "manifest.json").read_text())
 BY_PATH = {entry["path"]: entry for entry in MANIFEST}
 CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import real_data_dir
 from contextledger.memory.derive import (
     artifact_ref_text,
     derive_memory,
@@ -29,7 +29,7 @@ from contextledger.records.enums import (
 from contextledger.records.models import ToolArtifact
 from contextledger.tokens import get_tokenizer
 
-REAL = Path("/work/shared/data/real")
+REAL = real_data_dir()
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="real transcripts not available")
 T0 = datetime(2026, 5, 3, 10, 0, tzinfo=UTC)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from conftest import real_data_dir
 from contextledger.errors import InputError, ProviderSerializationError
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
 from contextledger.providers.registry import (
@@ -37,7 +38,7 @@ from contextledger.records.parts import (
 )
 from contextledger.tokens import get_tokenizer
 
-REAL = Path("/work/shared/data/real")
+REAL = real_data_dir()
 NAME_PATTERN = "^[a-zA-Z0-9_-]{1,64}$"
 PNG = b"\x89PNG\r\n\x1a\nfake-png-body"
 PNG_B64 = base64.b64encode(PNG).decode("ascii")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import real_data_dir
 from contextledger.policy import (
     Rule,
     RuleConflict,
@@ -27,7 +28,7 @@ from contextledger.policy.constraints import is_modifying_call
 from contextledger.policy.rules import path_matches, rule_id, tool_matches
 from contextledger.records.enums import AuthorityLevel
 
-REAL = Path("/work/shared/data/real")
+REAL = real_data_dir()
 
 
 def _rows(rules: list[Rule]) -> list[tuple[str, str, str, tuple[str, ...], tuple[str, ...]]]:

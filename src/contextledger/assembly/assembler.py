@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -57,7 +58,13 @@ from contextledger.records.enums import (
     RuntimeKind,
     Shape,
 )
-from contextledger.records.models import ContextAssembly, Participant, ToolArtifact, ToolCall
+from contextledger.records.models import (
+    ContextAssembly,
+    Participant,
+    ToolArtifact,
+    ToolCall,
+    ToolMemory,
+)
 from contextledger.records.parts import (
     BinaryPart,
     Part,
@@ -124,6 +131,7 @@ class AssemblyResult:
             "stable_prefix_hash": r.stable_prefix_hash,
             "prefix_change": r.prefix_change,
             "rule_conflicts": r.rule_conflicts,
+            "over_budget": r.over_budget,
             "timings_ms": r.timings_ms,
             "payload": self.payload,
             **({"trace": r.trace} if r.trace is not None else {}),
@@ -146,6 +154,7 @@ class _Piece:
     confidence: float = 1.0
     stale: bool = False
     extra_refs: tuple[str, ...] = ()
+    memory: ToolMemory | None = None
 
 
 class Assembler:
@@ -254,6 +263,7 @@ class Assembler:
             stable_prefix_hash=prefix_hash,
             prefix_change=prefix_change,
             rule_conflicts=rule_conflicts,
+            over_budget=assembled_tokens > budget,
             timings_ms={
                 "query": round((t1 - t0) * 1000, 3),
                 "policy_eval": round((t2 - t1) * 1000, 3),
@@ -431,7 +441,7 @@ class Assembler:
         in_view_memories: set[str] = set()
         for i, u in enumerate(visible_units):
             in_tail = i >= tail_start
-            mandatory = i in (first_user, current) or u.key in protected
+            mandatory = i in (first_user, current) or u.key in protected or u.messages[0].kind == MessageKind.MODERATOR
             bucket = "current_input_task_state" if i in (first_user, current) else ("recent_tail" if in_tail else ("tool_results" if u.calls else "retrieval"))
             if u.key in protected and not in_tail:
                 bucket = "current_input_task_state"
@@ -460,7 +470,7 @@ class Assembler:
             if view is None:
                 continue
             msg_line = memory_line(mem, view.text)
-            retrieval.append(_Piece(unit=None, messages=[], cost=self.tok.count(msg_line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 0), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale))
+            retrieval.append(_Piece(unit=None, messages=[], cost=self.tok.count(msg_line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 0), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem))
             retrieval[-1].messages = [WireMessage(role="user", parts=(TextPart(text=msg_line),), ref=mem.id)]
         return pieces, retrieval
 
@@ -565,7 +575,11 @@ class Assembler:
                     msgs.extend(WireMessage(role="user", parts=(TextPart(text=e),), ref=head.id) for e in extra)
                 msgs.extend(results)
             else:
-                msgs.append(assistant_turn(head, callable_calls, extra, name))
+                big_args = any(len(c.arguments_json) > ev.tool_max_bytes(c.tool_name) for c in callable_calls)
+                compact = (not raw) or big_args
+                if compact and any(len(c.arguments_json) > 160 for c in callable_calls):
+                    ev.shape_record(head.id, "message", Shape.EXTRACT, OmissionReason.REPLACED_BY_MEMORY, "long tool-call arguments cut; the exact call is in the ledger")
+                msgs.append(assistant_turn(head, callable_calls, extra, name, compact=compact))
                 msgs.extend(results)
             ev.include(head.id, "message", shape, bucket)
         return _Piece(unit=u, messages=msgs, cost=self._cost(msgs), bucket=bucket, shape=shape, mandatory=mandatory, order=order, memory_ids=tuple(memory_ids), raw_artifacts=tuple(raw_arts), confidence=confidence, stale=stale)
@@ -588,7 +602,7 @@ class Assembler:
             if probe is not None and not probe.stale and self.tok.count(art.inline_text) <= self.tok.count(probe.text):
                 raw = True
         if raw and raw_ok and art.size_bytes <= limit and art.inline_text is not None:
-            view = ev.memory_view(mem) if mem is not None else None
+            view = ev.memory_view(mem, in_exchange=True) if mem is not None else None
             prefix = view.raw_prefix if view is not None else ""
             ev.include(art.id, "artifact", Shape.RAW, "raw")
             return prefix + art.inline_text, Shape.RAW, True, view
@@ -639,6 +653,7 @@ class Assembler:
         """
         chosen = list(pieces)
         self._reshaped: set[str] = set()
+        self._evicted: list[_Piece] = []
         notes = sorted(retrieval, key=lambda p: p.order)
         steps = [s.value for s in self.policy.budget.drop_order] + ["truncate"]
         large = max(64, self.policy.tool_output.max_tokens // 4)
@@ -669,7 +684,7 @@ class Assembler:
                 if view is None:
                     continue
                 line = memory_line(mem, view.text)
-                notes.append(_Piece(unit=None, messages=[WireMessage(role="user", parts=(TextPart(text=line),), ref=mem.id)], cost=self.tok.count(line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale))
+                notes.append(_Piece(unit=None, messages=[WireMessage(role="user", parts=(TextPart(text=line),), ref=mem.id)], cost=self.tok.count(line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem))
             notes.sort(key=lambda n: n.order)
 
         sysb = system
@@ -691,6 +706,19 @@ class Assembler:
                     break
                 req = build(chosen, notes, sysb)
                 total = exact(req)
+        # refill: later steps may free room (e.g. an exchange turned into a line drops
+        # the tool declarations); give it back to the most valuable evicted lines
+        for n in sorted(self._evicted, key=_eviction_key, reverse=True)[:24]:
+            if total + n.cost > budget:
+                continue
+            notes.append(n)
+            trial = exact(build(chosen, notes, sysb))
+            if trial <= budget:
+                total = trial
+                ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps")
+            else:
+                notes.remove(n)
+        req = build(chosen, notes, sysb)
         attempts = 0
         while total > budget and attempts < 32:
             # last resort: mandatory pieces alone exceed the budget.  First give up the
@@ -733,21 +761,18 @@ class Assembler:
                 ev.omit_record(n.memory_ids[0], "memory", OmissionReason.LOW_CONFIDENCE, "drop order: low-confidence retrieval")
             return sum(n.cost for n in low)
         if step == "expired_memory":
-            exp = [n for n in notes if n.stale]
-            if exp:
-                drop = {id(n) for n in exp}
-                notes[:] = [n for n in notes if id(n) not in drop]
-                for n in exp:
-                    ev.omit_record(n.memory_ids[0], "memory", OmissionReason.STALE, "drop order: expired memory")
-                return sum(n.cost for n in exp)
-            olds = [p for p in chosen if p.stale and not p.mandatory and p.bucket != "recent_tail"]
+            # an expired observation keeps only its one-line stale marker with the
+            # revalidation hint (seed 000 §4.7): old exchanges holding only stale
+            # results become such lines; the lines themselves go in compress_old_history
+            olds = [p for p in chosen if p.stale and not p.mandatory and p.bucket != "recent_tail" and p.unit is not None]
             if not olds:
                 return None
             p = min(olds, key=lambda p: p.order)
             chosen.remove(p)
-            if p.unit is not None:
-                ev.omit_unit(p.unit, OmissionReason.STALE, "drop order: expired memory")
-            return p.cost
+            before = sum(n.cost for n in notes)
+            to_notes(p)
+            ev.omit_unit(p.unit, OmissionReason.STALE, "drop order: expired memory kept as a stale marker line")  # type: ignore[arg-type]
+            return max(1, p.cost - (sum(n.cost for n in notes) - before))
         if step == "large_tool_results_to_refs":
             big = sorted((p for p in chosen if p.raw_artifacts and not p.mandatory and p.unit is not None and p.unit.key not in self._reshaped and self._max_raw_tokens(p) > large), key=lambda p: (-p.cost, p.order))
             for p in big:
@@ -769,19 +794,29 @@ class Assembler:
                     ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order: compress old history (exchange kept as an evidence line)")
                 return max(1, p.cost - (sum(n.cost for n in notes) - before))
             if notes:
-                n = notes.pop(0)
+                n = min(notes, key=_eviction_key)
+                notes.remove(n)
+                self._evicted.append(n)
                 ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, "drop order: compress old history")
                 return n.cost
             return None
         if step == "shorten_recent_tail":
             tail = [p for p in chosen if not p.mandatory and p.bucket == "recent_tail"]
-            if not tail:
-                return None
-            p = min(tail, key=lambda p: p.order)
-            chosen.remove(p)
-            if p.unit is not None:
-                ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order: shorten recent tail")
-            return p.cost
+            if tail:
+                p = min(tail, key=lambda p: p.order)
+                chosen.remove(p)
+                before = sum(n.cost for n in notes)
+                to_notes(p)  # a tool exchange leaves its evidence line
+                if p.unit is not None:
+                    ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order: shorten recent tail")
+                return max(1, p.cost - (sum(n.cost for n in notes) - before))
+            if notes:
+                n = min(notes, key=_eviction_key)
+                notes.remove(n)
+                self._evicted.append(n)
+                ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, "drop order: shorten recent tail (evidence line)")
+                return n.cost
+            return None
         return None
 
     def _max_raw_tokens(self, p: _Piece) -> int:
@@ -937,6 +972,27 @@ class Assembler:
             carry = max(0, limit - u)
             report[name] = {"used": u, "limit": limit}
         return report
+
+
+_FRESHNESS_RANK = {"volatile": 0, "session": 1, "time_bounded": 2, "durable": 3, "permanent": 4}
+_HANDLE = re.compile(r"\b(?:file_id|document_id|doc_id|attachment_id)\b")
+
+
+def _eviction_key(note: _Piece) -> tuple[int, int, tuple[int, int]]:
+    """Which evidence line goes first under budget pressure: short-lived observations
+    before durable ones (generated-file handles, entity ids), successes before failures,
+    then the oldest (seed 000 §4.6-4.7: provenance and recovery context outlive
+    volatile search results)."""
+    mem = note.memory
+    if mem is None:
+        return (0, 0, note.order)
+    failed = 1 if mem.status.value in ("failed", "abandoned") else 0
+    rank = _FRESHNESS_RANK.get(mem.freshness_class.value, 1)
+    if mem.payload.get("extractor") == "search" or "search" in mem.source_tool.lower():
+        rank = 0  # search results are clues, not facts (seed 001 §6 problem 3)
+    elif mem.payload.get("extractor") in ("generated_file", "file_write") or _HANDLE.search(mem.summary):
+        rank = max(rank, _FRESHNESS_RANK["durable"])  # a file/document handle outlives observations
+    return (rank, failed, note.order)
 
 
 def _goal_truncated(comp: Any) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from contextledger.errors import NotFoundError
 from contextledger.records.enums import Role, ToolCallStatus
 from contextledger.records.models import (
     ContinuationCheckpoint,
@@ -104,7 +105,8 @@ def collect_candidates(
     with store.reader() as conn:
         conv = store.get_conversation(scope, conversation_id, conn)
         branch = branch_id or conv.active_branch_id
-        store.get_branch(scope, branch, conn)
+        if store.get_branch(scope, branch, conn).conversation_id != conversation_id:
+            raise NotFoundError(f"branch of conversation {conversation_id}", branch)
         segments = store.lineage(scope, branch, conn)
         totals = store.lineage_totals(scope, conversation_id, segments, conn)
         window = store.messages(scope, conversation_id, segments, last=recent_window, conn=conn)

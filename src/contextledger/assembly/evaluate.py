@@ -11,6 +11,7 @@ counts and, on request, the trace.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -86,6 +87,39 @@ class MemoryView:
     shape: Shape
     stale: bool = False
     raw_prefix: str = ""
+
+
+_NOISE = re.compile(r"JSON (?:object|array) · [\d,]+ (?:keys|items)(?: · )?|status 2\d\d(?: · )?|\b[a-z_]+\.\d+\.(?=[a-z_]*id=)")
+
+
+def tight_summary(summary: str) -> str:
+    """The first line of a memory summary without descriptive filler (``JSON object · 3
+    keys``), for one-line evidence."""
+    first = summary.strip().split("\n", 1)[0]
+    return _NOISE.sub("", first).replace(" succeeded: ", ": ").rstrip(" ·")
+
+
+def short_age(then: datetime, now: datetime) -> str:
+    """``"3d"``, ``"5h"``, ``"12m"``: the age of an observation, compactly."""
+    seconds = max(0, int((now - then).total_seconds()))
+    if seconds >= 86400:
+        return f"{seconds // 86400}d"
+    if seconds >= 3600:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 60}m"
+
+
+def compact_stale_line(mem: ToolMemory, now: datetime) -> str:
+    """One evidence line for a stale memory: what it said, its age, how to revalidate
+    (seed 000 §4.7: a stale record is shown as stale with a revalidation hint)."""
+    basis = mem.verified_at or mem.observed_at
+    if mem.revalidation_tool == mem.source_tool:
+        hint = "call again to revalidate"
+    elif mem.revalidation_tool:
+        hint = f"revalidate with {mem.revalidation_tool}"
+    else:
+        hint = "re-run before relying on it"
+    return f"stale {short_age(basis, now)}: {tight_summary(mem.summary)} ({hint})"
 
 
 class Evaluator:
@@ -172,6 +206,11 @@ class Evaluator:
     def note_bulk(self, kind: str, reason: OmissionReason, count: int, why: str) -> None:
         """Record a counted omission of records not loaded individually."""
         self._add(f"{count} {kind}(s)", kind, REASON_FAMILY[reason], DecisionKind.OMIT, reason.value, detail=why, count=count)
+
+    def restore(self, record_id: str, kind: str, why: str) -> None:
+        """Take back an omission (the record found room after all); the trace keeps both."""
+        self._omitted.pop(record_id, None)
+        self._add(record_id, kind, PolicyFamily.BUDGET, DecisionKind.INCLUDE, "restored", detail=why)
 
     def is_omitted(self, record_id: str) -> bool:
         """Whether an omission was already recorded for ``record_id``."""
@@ -332,5 +371,8 @@ class Evaluator:
                 return None
             self._add(mem.id, "memory", PolicyFamily.FRESHNESS, DecisionKind.MARK_STALE, "stale_marked")
             marker = render_stale_marker(mem, self.now)
-            return MemoryView(text=marker + conflict, shape=Shape.STALE_MARKER, stale=True, raw_prefix=marker + "\n")
+            text = marker if in_exchange else compact_stale_line(mem, self.now)
+            return MemoryView(text=text + conflict, shape=Shape.STALE_MARKER, stale=True, raw_prefix=marker + "\n")
+        if not in_exchange:
+            return MemoryView(text=mem.summary.strip() + conflict, shape=mem.shape)
         return MemoryView(text=render_memory_text(mem) + conflict, shape=mem.shape, raw_prefix=(conflict.strip() + "\n") if conflict else "")

@@ -132,7 +132,11 @@ def assemble_cmd(
     if out is not None:
         import json
 
-        out.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+        try:
+            out.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+        except OSError as exc:
+            with fail_cleanly(as_json):
+                raise InputError(f"--out {out}: cannot write ({exc.strerror or exc}); the assembly {res.record.id} was recorded") from None
     if as_json:
         emit_json(data)
         return
@@ -152,6 +156,8 @@ def _print_assembly(d: dict[str, object]) -> None:
     omitted = d["omitted"]
     if isinstance(omitted, dict) and omitted:
         console.print("omitted / reshaped by reason: " + ", ".join(f"{k}={v}" for k, v in sorted(omitted.items())))
+    if d.get("over_budget"):
+        console.print(f"[yellow]warning:[/yellow] the mandatory content (system prompt, task, recovery state) needs {d['assembled_tokens']:,} tokens, more than the budget", markup=True)
     console.print(f"messages {d['legacy_message_count']} → {d['assembled_message_count']}; memories {d['selected_memory_count']}; raw artifacts {d['raw_artifact_count']}; timings {d['timings_ms']}")
 
 
@@ -185,7 +191,11 @@ def rehydrate_cmd(
         data = ledger.rehydrate(artifact, scope=_scope())
         art = ledger.store.get_artifact(_scope(), artifact)
     if out is not None:
-        out.write_bytes(data)
+        try:
+            out.write_bytes(data)
+        except OSError as exc:
+            with fail_cleanly(as_json):
+                raise InputError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
     if as_json:
         emit_json({"artifact_id": art.id, "sha256": art.sha256, "size_bytes": art.size_bytes, "verified": True, "content_type": art.content_type,
                    "text": data.decode("utf-8") if out is None and art.content_type.startswith(("text/", "application/json")) else None})
@@ -241,10 +251,11 @@ def demo_cmd(
 
 
 def _register_groups() -> None:
-    from contextledger.cli import compact_cmd, policy_cmd
+    from contextledger.cli import bench_cmd, compact_cmd, policy_cmd
 
     app.add_typer(policy_cmd.app, name="policy")
     app.add_typer(compact_cmd.app, name="compact")
+    app.add_typer(bench_cmd.app, name="bench")
 
 
 _register_groups()

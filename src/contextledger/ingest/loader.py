@@ -257,7 +257,12 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
         action_calls: dict[str, ToolCall] = {}
         obs_n = 0
         first_non_system = next((i for i, m in enumerate(t.messages) if m.role not in (Role.SYSTEM, Role.DEVELOPER)), len(t.messages))
+        # a record without a timestamp takes the previous record's time (never the
+        # import time: the default ``now`` of an assembly is the newest record's time)
+        last_time: datetime | None = next((m.created_at for m in t.messages if m.created_at is not None), None)
         for i, im in enumerate(t.messages):
+            if im.created_at is not None:
+                last_time = im.created_at
             participant = parts_by_key.get(im.participant_key)
             pid = participant.id if participant else None
             is_child = im.participant_key in child_keys
@@ -272,7 +277,7 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
                 runtime_kind=RuntimeKind.SUBAGENT_CHILD if is_child else RuntimeKind.CHAT, speaker_label=im.speaker_label,
                 source_ref=im.source_ref or None, token_count=message_token_count(parts),
                 metadata={**im.metadata, "untrusted": True, **({"model": im.model} if im.model else {})},
-                created_at=im.created_at or now,
+                created_at=im.created_at or last_time or now,
             )
             msg_ids[im.key] = msg.id
             if im.role is Role.TOOL:
@@ -380,7 +385,10 @@ def _report_decision(msg: Message, artifact_id: str, memory: ToolMemory, child: 
 
 def _authority(im: ImportedMessage, i: int, first_non_system: int, trust_system_prompt: bool) -> AuthorityLevel:
     if im.role in (Role.SYSTEM, Role.DEVELOPER):
-        return AuthorityLevel.SYSTEM if trust_system_prompt and i < first_non_system else AuthorityLevel.OLD_CONVERSATION
+        # only a chat system prompt at the head of the transcript is an instruction;
+        # runtime bookkeeping lines (snapshots, hooks, progress) never are
+        head = trust_system_prompt and i < first_non_system and im.kind == MessageKind.CHAT
+        return AuthorityLevel.SYSTEM if head else AuthorityLevel.OLD_CONVERSATION
     if im.role is Role.USER and im.kind == MessageKind.CHAT:
         return AuthorityLevel.USER
     return AuthorityLevel.OLD_CONVERSATION

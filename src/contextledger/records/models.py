@@ -451,6 +451,7 @@ class ContextAssembly(Record):
     stable_prefix_hash: str | None = None
     prefix_change: dict[str, Any] | None = None
     rule_conflicts: list[dict[str, Any]] = Field(default_factory=list)
+    over_budget: bool = False
     timings_ms: dict[str, float] = Field(default_factory=dict)
     trace: list[dict[str, Any]] | None = None
     payload_sha256: str | None = None

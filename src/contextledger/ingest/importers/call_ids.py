@@ -46,6 +46,8 @@ class CallIdRegistry:
         self._raw_seen: Counter[str] = Counter()
         self._pending: dict[str, list[str]] = {}
         self._unanswered: dict[str, str] = {}
+        self._order: dict[str, int] = {}
+        self._count = 0
         self._synthetic = 0
 
     def _unique(self, base: str, occurrence: int) -> str:
@@ -85,6 +87,8 @@ class CallIdRegistry:
         self._issued.add(issued)
         self._pending.setdefault(key, []).append(issued)
         self._unanswered[issued] = where
+        self._order[issued] = self._count
+        self._count += 1
         return issued
 
     def result(self, raw: str | None, where: str) -> str | None:
@@ -108,7 +112,13 @@ class CallIdRegistry:
         waiting = self._pending.get(raw)
         if not waiting:
             return None
-        issued = waiting.pop()
+        # the newest run of consecutively issued calls with this id is one turn's
+        # parallel calls: answer them first-in first-out; an older unanswered call
+        # (interrupted) keeps waiting
+        start = len(waiting) - 1
+        while start > 0 and self._order[waiting[start - 1]] == self._order[waiting[start]] - 1:
+            start -= 1
+        issued = waiting.pop(start)
         del self._unanswered[issued]
         return issued
 

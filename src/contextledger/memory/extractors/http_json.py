@@ -167,6 +167,12 @@ class HttpJsonExtractor:
         if payload["status"] is not None:
             first += f" · status {payload['status']}"
         top_ids = [f"{i['path']}={i['value']}" for i in ids[:4]]
+        if isinstance(value, dict):
+            # generated-file handles and locations are what a later turn needs most
+            for key in ("path", "file_path", "filename", "name", "url", "uri"):
+                v = value.get(key)
+                if isinstance(v, str) and 0 < len(v) <= 200 and len(top_ids) < 6:
+                    top_ids.append(f"{key}={v}")
         if top_ids:
             first += " · " + ", ".join(cap(t, 60) for t in top_ids)
         summary_lines = [first]
@@ -179,6 +185,9 @@ class HttpJsonExtractor:
                     400,
                 )
             )
+        elif isinstance(value, dict) and _scalars(value):
+            # a small object says more by its values than by its key names
+            summary_lines.append(cap(", ".join(f"{k}={v}" for k, v in _scalars(value)), 400))
         elif keys:
             summary_lines.append("keys: " + cap(", ".join(str(k) for k in keys[:15]), 300))
         limits: list[str] = []
@@ -205,3 +214,20 @@ class HttpJsonExtractor:
             line_range=prov_lines,
             byte_range=prov_bytes,
         )
+
+
+def _scalars(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(key, value)`` of the scalar top-level fields of a small object (at most 12
+    fields, strings of at most 80 characters), ids and status excluded (shown already);
+    empty when the object is larger than that."""
+    if len(obj) > 12:
+        return []
+    out: list[tuple[str, str]] = []
+    for k, v in obj.items():
+        if k == "status" or k == "id" or str(k).endswith("_id"):
+            continue
+        if isinstance(v, bool) or v is None or isinstance(v, (int, float)):
+            out.append((str(k), json.dumps(v)))
+        elif isinstance(v, str) and len(v) <= 80:
+            out.append((str(k), v))
+    return out
