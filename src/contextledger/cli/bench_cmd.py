@@ -71,10 +71,17 @@ def real(
     from contextledger.bench.report import build_report
 
     root = data or Path(os.environ.get("CONTEXTLEDGER_REAL_DATA", "../shared/data/real"))
+    from contextledger.bench.memory_layer import measure_memory_layer, memory_layer_markdown
+
     with fail_cleanly(as_json):
         files = real_files(root, limit=limit, max_bytes=max_bytes, match=match)
         rows = run_real(files, _ints(budgets), [] if no_peers else None)
-    _finish(build_report("real", rows, files=[f.rel for f in files]), out, as_json)
+        layer = measure_memory_layer(files)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "memory-layer.md").write_text("# Memory layer vs raw tool payloads\n\n" + memory_layer_markdown(layer) + "\n", encoding="utf-8")
+    _finish(build_report("real", rows, files=[f.rel for f in files], memory_layer=[r.as_dict() for r in layer]), out, as_json)
+    if not as_json:
+        console.print(memory_layer_markdown(layer), markup=False, soft_wrap=True)
 
 
 @app.command("scale")
