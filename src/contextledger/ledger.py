@@ -72,7 +72,8 @@ class Ledger:
         try:
             store = SqlStore(cfg.db_url, LocalBlobStore(cfg.blob_root), inline_threshold_bytes=cfg.inline_threshold_bytes)
         except sa.exc.SQLAlchemyError as exc:
-            reason = str(exc.orig) if getattr(exc, "orig", None) is not None else str(exc)
+            orig = getattr(exc, "orig", None)
+            reason = str(orig) if orig is not None else str(exc)
             raise BackendError(f"cannot open the database {cfg.db_url!r}: {reason.strip().splitlines()[0] if reason.strip() else type(exc).__name__}") from None
         return cls(store, policy=policy)
 

@@ -34,6 +34,12 @@ class State:
     tenant: str = "default"
     _ledger: Ledger | None = None
 
+    def close(self) -> None:
+        """Close the ledger opened by this invocation, if any."""
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
     def ledger(self) -> Ledger:
         """The ledger opened from the global options (opened once)."""
         if self._ledger is None:

@@ -34,12 +34,14 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 
 @app.callback()
 def _global(
+    ctx: typer.Context,
     db: Annotated[str | None, typer.Option("--db", envvar="CONTEXTLEDGER_DB", help="Database URL or SQLite file path.")] = None,
     home: Annotated[str | None, typer.Option("--home", envvar="CONTEXTLEDGER_HOME", help="Data directory (default ~/.contextledger).")] = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant scope.")] = "default",
 ) -> None:
+    state.close()
     state.db, state.home, state.tenant = db, home, tenant
-    state._ledger = None
+    ctx.call_on_close(state.close)
 
 
 def _scope() -> Scope:

@@ -51,7 +51,10 @@ def link_on_write(store: SqlStore, w: Writer, scope: Scope, new: ToolMemory) -> 
     segments = store.lineage(scope, new.branch_id, conn=w.conn)
     if _kind(new) == "test_run":
         new = _tie_file_versions(store, w, scope, new, segments)
-    earlier = [m for m in store.memories(scope, new.conversation_id, segments, subject_keys=[new.subject_key], conn=w.conn) if m.seq < new.seq and m.id != new.id]
+    subject = new.subject_key
+    if subject is None:
+        return
+    earlier = [m for m in store.memories(scope, new.conversation_id, segments, subject_keys=[subject], conn=w.conn) if m.seq < new.seq and m.id != new.id]
     if not earlier:
         return
     current = new

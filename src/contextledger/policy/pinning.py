@@ -42,7 +42,10 @@ def pin_constraints_in(w: Writer, message: Message) -> int:
     if not text.strip():
         return 0
     n = 0
-    for r in extract_user_constraints(text, message_id=message.id, order=message.seq):
+    # order = conversation position, then position in the message text: pinned
+    # constraints are emitted in the order the user stated them, never by (random) id
+    for i, r in enumerate(extract_user_constraints(text, message_id=message.id, order=message.seq * 1000)):
+        r = r.model_copy(update={"order": message.seq * 1000 + i})
         if w.add_rule(r.id, message.conversation_id, message.branch_id, message.seq, r.model_dump(mode="json")):
             n += 1
     return n
