@@ -783,38 +783,25 @@ class Assembler:
                 chosen[chosen.index(p)] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
                 return p.cost - shaped.cost
             return None
-        if step == "compress_old_history":
-            old = [p for p in chosen if not p.mandatory and p.bucket in ("retrieval", "tool_results", "long_term_memory")]
-            if old:
-                p = min(old, key=lambda p: p.order)
+        if step in ("compress_old_history", "shorten_recent_tail"):
+            # old history first, the recent tail last (seed 001 §9): a unit becomes its
+            # evidence lines; when no unit is left, the least valuable line goes
+            buckets = ("retrieval", "tool_results", "long_term_memory") if step == "compress_old_history" else ("recent_tail",)
+            units = [p for p in chosen if not p.mandatory and p.bucket in buckets]
+            why = f"drop order: {step.replace('_', ' ')}"
+            if units:
+                p = min(units, key=lambda p: p.order)
                 chosen.remove(p)
                 before = sum(n.cost for n in notes)
                 to_notes(p)
                 if p.unit is not None:
-                    ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order: compress old history (exchange kept as an evidence line)")
+                    ev.omit_unit(p.unit, OmissionReason.BUDGET, why + " (kept as evidence lines)")
                 return max(1, p.cost - (sum(n.cost for n in notes) - before))
             if notes:
                 n = min(notes, key=_eviction_key)
                 notes.remove(n)
                 self._evicted.append(n)
-                ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, "drop order: compress old history")
-                return n.cost
-            return None
-        if step == "shorten_recent_tail":
-            tail = [p for p in chosen if not p.mandatory and p.bucket == "recent_tail"]
-            if tail:
-                p = min(tail, key=lambda p: p.order)
-                chosen.remove(p)
-                before = sum(n.cost for n in notes)
-                to_notes(p)  # a tool exchange leaves its evidence line
-                if p.unit is not None:
-                    ev.omit_unit(p.unit, OmissionReason.BUDGET, "drop order: shorten recent tail")
-                return max(1, p.cost - (sum(n.cost for n in notes) - before))
-            if notes:
-                n = min(notes, key=_eviction_key)
-                notes.remove(n)
-                self._evicted.append(n)
-                ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, "drop order: shorten recent tail (evidence line)")
+                ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, why + " (evidence line)")
                 return n.cost
             return None
         return None
