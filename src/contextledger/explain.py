@@ -70,7 +70,7 @@ _REASON_TEXT = {
     "not_promoted": "memory not promoted",
     "privacy_restricted": "privacy class forbids sending the raw payload",
     "provider_restricted": "provider routing forbids this privacy class",
-    "stale": "stale and the policy omits stale records",
+    "stale": "stale: reduced to a stale marker line, or left out when the policy omits stale records",
     "superseded": "superseded by a newer memory",
     "budget": "did not fit the token budget",
     "retention_deleted": "payload deleted by retention",
