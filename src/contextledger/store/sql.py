@@ -1040,10 +1040,22 @@ def _make_engine(url: str) -> Engine:
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        import sqlite3
+
         dbapi_conn.isolation_level = None  # we issue BEGIN/COMMIT ourselves
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA busy_timeout=60000")
+        # switching to WAL needs a moment with no other writer and is not retried by the
+        # busy handler: skip it when the file is already in WAL mode, retry otherwise
+        for attempt in range(50):
+            try:
+                if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                    cur.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.05 * (1 + attempt % 5))
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
