@@ -109,6 +109,20 @@ def short_age(then: datetime, now: datetime) -> str:
     return f"{seconds // 60}m"
 
 
+def _safe_refs(mem: ToolMemory) -> list[str]:
+    """Entity ids a restricted memory may still show (references, not content): the
+    ids its extractor recorded, at most three (seed 000 §4.4: a safe summary and a
+    revalidation hint stay available)."""
+    out: list[str] = []
+    for item in mem.payload.get("ids") or []:
+        value = item.get("value") if isinstance(item, dict) else None
+        if isinstance(value, (str, int)) and len(str(value)) <= 40:
+            out.append(str(value))
+        if len(out) == 3:
+            break
+    return out
+
+
 def compact_stale_line(mem: ToolMemory, now: datetime) -> str:
     """One evidence line for a stale memory: what it said, its age, how to revalidate
     (seed 000 §4.7: a stale record is shown as stale with a revalidation hint)."""
@@ -356,7 +370,9 @@ class Evaluator:
         if private is not None:
             self.shape_record(mem.id, "memory", Shape.SUMMARY, private.reason, "only a safe summary may be shown")
             hint = f"; revalidate with {mem.revalidation_tool}" if mem.revalidation_tool else ""
-            return MemoryView(text=f"[{mem.privacy_class.value} data withheld by policy: {mem.source_tool} {mem.status.value}{hint}]", shape=Shape.SUMMARY)
+            refs = _safe_refs(mem)
+            ref_text = f"; refs {', '.join(refs)}" if refs else ""
+            return MemoryView(text=f"[{mem.privacy_class.value} data withheld by policy: {mem.source_tool} {mem.status.value}{ref_text}{hint}]", shape=Shape.SUMMARY)
         conflict = ""
         others = self.conflict.conflicts(mem)
         if others:
