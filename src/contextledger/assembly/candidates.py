@@ -62,6 +62,7 @@ class CandidateSet:
     out_of_lineage: dict[str, int] = field(default_factory=dict)
     window_start_seq: int = 0
     compaction: Message | None = None
+    totals: dict[str, int] = field(default_factory=dict)
 
     @property
     def calls_by_message(self) -> dict[str, list[ToolCall]]:
@@ -170,6 +171,7 @@ def collect_candidates(
         out_of_lineage=outside,
         window_start_seq=window_start,
         compaction=compaction,
+        totals=totals,
     )
 
 

@@ -91,5 +91,5 @@ def estimate_replay_tokens(store: SqlStore, scope: Scope, cands: CandidateSet) -
     """Replay size from cached per-record token counts (no payload reads): message
     content + raw result tokens + 3 tokens of overhead per message.  Used for very long
     histories where reading every payload would dominate the measurement."""
-    t = store.lineage_totals(scope, cands.conversation.id, cands.segments)
+    t = cands.totals or store.lineage_totals(scope, cands.conversation.id, cands.segments)
     return t["message_tokens"] + t["artifact_tokens"] + 3 * t["messages"] + 3, t["messages"]
