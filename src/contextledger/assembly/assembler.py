@@ -230,7 +230,10 @@ class Assembler:
         if older:
             omitted[OmissionReason.BUDGET.value] = omitted.get(OmissionReason.BUDGET.value, 0) + older
             ev.note_bulk("message", OmissionReason.BUDGET, older, "older than the candidate window")
-        prefix_hash = "sha256:" + hashlib.sha256("\x1e".join(system).encode()).hexdigest()
+        # the stable prefix: system text, rules, pinned constraints and the tool schemas
+        # (sorted by name) — what a provider's prompt cache can reuse between turns
+        tool_sig = json.dumps([[t.name, t.description, t.parameters] for t in tools], sort_keys=True, ensure_ascii=False)
+        prefix_hash = "sha256:" + hashlib.sha256(("\x1e".join(system) + "\x1d" + tool_sig).encode()).hexdigest()
         prev = self.store.latest_assembly(scope, conversation_id, cands.branch_id, viewer.id if viewer else None) if persist else None
         prefix_change = None
         if prev is not None and prev.stable_prefix_hash != prefix_hash:
@@ -335,6 +338,8 @@ class Assembler:
         pos = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
         before = new[:pos]
         block = before.count("\n\n")
+        if old == new:
+            return {"previous_assembly_id": prev.id, "previous_hash": prev.stable_prefix_hash, "first_difference_char": None, "block_index": None, "reason": "tool schemas changed"}
         reason = "pinned constraints changed" if "Constraints stated by the user" in new[max(0, pos - 200) : pos + 200] else ("rules changed" if "Rules:" in new[max(0, pos - 200) : pos + 200] else "system prompt changed")
         return {"previous_assembly_id": prev.id, "previous_hash": prev.stable_prefix_hash, "first_difference_char": pos, "block_index": block, "reason": reason}
 
