@@ -365,3 +365,18 @@ def test_rule_conflict_recorded_with_winner_loser_and_reason(led: Ledger) -> Non
     assert res.record.rule_conflicts == [{"key": "redis", "winner": task.id, "losers": [memory.id], "reason": res.record.rule_conflicts[0]["reason"]}]
     assert res.record.rule_conflicts[0]["reason"].startswith("authority task_state outranks")
     assert res.record.omitted["authority_overridden"] == 1
+
+
+def test_recovery_critical_failure_is_rehydrated_when_it_fits(led: Ledger) -> None:
+    rec = led.recorder()
+    conv = rec.start_conversation()
+    rec.record_message(conv.id, "user", "build it")
+    log = "\n".join(f"step {i}: ok" for i in range(400)) + "\nERROR: linker failed LINK-ERR-77\n"
+    _, art, _ = call(rec, conv.id, "b1", "Bash", {"command": "make"}, log, is_error=True)
+    assert art.blob_key is not None  # above the inline threshold
+    res = led.assemble(conv.id, budget_tokens=8000, now=T0, trace=True)
+    assert res.record.rehydrated_count == 1
+    assert "step 200: ok" in text_of(res.payload)  # the raw log, not only its extract
+    tight = led.assemble(conv.id, budget_tokens=600, now=T0, trace=True)
+    assert tight.record.rehydrated_count == 0 and "LINK-ERR-77" in text_of(tight.payload)
+    assert any(d["decision"] == "refuse" and d["record_id"] == art.id for d in tight.trace)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.candidates import CandidateSet, collect_candidates
 from contextledger.assembly.evaluate import Evaluator, MemoryView
+from contextledger.assembly.families import Verdict
 from contextledger.assembly.render import (
     DATA_BANNER,
     artifact_ref,
@@ -54,6 +55,7 @@ from contextledger.records.enums import (
     MessageKind,
     OmissionReason,
     PolicyFamily,
+    PromotionPolicy,
     Role,
     RuntimeKind,
     Shape,
@@ -743,12 +745,15 @@ class Assembler:
             attempts += 1
         for n in notes:
             ev.include(n.memory_ids[0], "memory", n.shape, "retrieval")
-        rehydrated = self._rehydrate(chosen, ev, scope)
+        trial = list(chosen)
+        rehydrated = self._rehydrate(trial, ev, scope)
         if rehydrated:
-            req2 = build(chosen, notes, sysb)
+            req2 = build(trial, notes, sysb)
             if exact(req2) <= budget:
-                req = req2
+                req, chosen = req2, trial
             else:
+                for art_id in rehydrated:  # the raw payloads do not fit: the memories stay
+                    ev.refuse_rehydration(art_id, OmissionReason.BUDGET)
                 rehydrated = []
         return req, chosen + notes, rehydrated
 
@@ -872,25 +877,36 @@ class Assembler:
         return (*sysb[:i], cut, *sysb[i + 1 :])
 
     def _rehydrate(self, chosen: list[_Piece], ev: Evaluator, scope: Scope) -> list[str]:
-        """Stage 2: read raw payloads only for selected records, after privacy and byte
-        budget checks (seed 000 §4.11)."""
+        """Stage 2: read raw payloads only for records already selected, after the
+        privacy / provider check and within the byte budget (seed 000 §4.11, §8 R12).
+
+        Triggers (policy ``rehydration.triggers``): the current user input asks for exact
+        evidence (the newest shaped exchange); a recovery-critical exchange (unresolved or
+        failed) was shaped; an exchange's memory was not promoted (seed 000 §8 R11: then
+        the raw evidence stands in for it).  Refusals are recorded with their reason.
+        """
+        trig = self.policy.rehydration.triggers
         current = next((p for p in sorted(chosen, key=lambda p: p.order, reverse=True) if p.unit is not None and p.unit.is_turn_start), None)
-        if current is None:
-            return []
-        text = " ".join(getattr(part, "text", "") for m in current.messages for part in m.parts)
-        if not ev.rehydration.requested(text):
-            return []
+        asked = current is not None and ev.rehydration.requested(" ".join(getattr(part, "text", "") for m in current.messages for part in m.parts))
+        shaped = [p for p in sorted(chosen, key=lambda p: p.order, reverse=True) if p.unit is not None and p.memory_ids and p.unit.kind in ("exchange", "observation")]
+        targets: list[_Piece] = []
+        if asked and shaped:
+            targets.append(shaped[0])
+        for p in shaped:
+            u = p.unit
+            assert u is not None
+            critical = trig.recovery_critical and p.mandatory and bool(u.failed_calls)
+            not_promoted = trig.not_promoted and any(m.promotion_policy is PromotionPolicy.NOT_PROMOTED for m in u.memories.values())
+            if (critical or not_promoted) and p not in targets:
+                targets.append(p)
         done: list[str] = []
-        for p in sorted(chosen, key=lambda p: p.order, reverse=True):
-            if p.unit is None or not p.memory_ids or p.unit.kind not in ("exchange", "observation"):
-                continue
-            for c in p.unit.calls:
-                art = p.unit.artifacts.get(c.call_id)
-                if art is None:
+        for p in targets:
+            i = chosen.index(p)
+            for c in p.unit.calls if p.unit is not None else []:
+                art = p.unit.artifacts.get(c.call_id) if p.unit is not None else None
+                if art is None or art.id in p.raw_artifacts:
                     continue
                 ok, reason = ev.raw_allowed(art)
-                from contextledger.assembly.families import Verdict
-
                 refusal = ev.rehydration.check(art, None if ok else Verdict(family=PolicyFamily.PRIVACY, reason=reason, detail="raw payload not allowed"))
                 if refusal is not None:
                     ev.refuse_rehydration(art.id, refusal.reason)
@@ -901,22 +917,18 @@ class Assembler:
                     ev.refuse_rehydration(art.id, OmissionReason.RETENTION_DELETED)
                     continue
                 ev.rehydration.spend(art.size_bytes)
-                i = chosen.index(p)
                 new_msgs = []
-                for m in p.messages:
+                for m in chosen[i].messages:
                     if m.ref == art.id and m.role == "tool":
-                        part = m.parts[0]
-                        new_msgs.append(WireMessage(role="tool", parts=(part.model_copy(update={"text": raw}),), ref=m.ref))
+                        new_msgs.append(WireMessage(role="tool", parts=(m.parts[0].model_copy(update={"text": raw}),), ref=m.ref))
                     elif m.ref == art.id:
                         new_msgs.append(WireMessage(role=m.role, parts=(TextPart(text=observation_text(c, raw)),), ref=m.ref))
                     else:
                         new_msgs.append(m)
-                chosen[i] = _Piece(unit=p.unit, messages=new_msgs, cost=self._cost(new_msgs), bucket=p.bucket, shape=Shape.RAW, mandatory=p.mandatory, order=p.order, memory_ids=p.memory_ids, raw_artifacts=(*p.raw_artifacts, art.id))
-                p = chosen[i]
+                old = chosen[i]
+                chosen[i] = _Piece(unit=old.unit, messages=new_msgs, cost=self._cost(new_msgs), bucket=old.bucket, shape=Shape.RAW, mandatory=old.mandatory, order=old.order, memory_ids=old.memory_ids, raw_artifacts=(*old.raw_artifacts, art.id))
                 ev.rehydrated(art.id)
                 done.append(art.id)
-            if done:
-                break
         return done
 
     # ------------------------------------------------------------------------------------
