@@ -745,12 +745,12 @@ class Assembler:
             attempts += 1
         for n in notes:
             ev.include(n.memory_ids[0], "memory", n.shape, "retrieval")
-        trial = list(chosen)
-        rehydrated = self._rehydrate(trial, ev, scope)
+        with_raw = list(chosen)
+        rehydrated = self._rehydrate(with_raw, ev, scope)
         if rehydrated:
-            req2 = build(trial, notes, sysb)
+            req2 = build(with_raw, notes, sysb)
             if exact(req2) <= budget:
-                req, chosen = req2, trial
+                req, chosen = req2, with_raw
             else:
                 for art_id in rehydrated:  # the raw payloads do not fit: the memories stay
                     ev.refuse_rehydration(art_id, OmissionReason.BUDGET)
