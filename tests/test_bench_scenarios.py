@@ -35,7 +35,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("seed-6", "reduction"): "the budget is 10% of the seed's 1,986-token replay while this replay is 1,898 tokens: filling the budget gives 89.6%",
     ("seed-3", "recall"): "stale markers with revalidation hints are rendered, but at 105 tokens only one of the two stale evidence lines fits (thr_93b1 kept, evt_5521 dropped)",
     ("provenance-repair", "recall"): "the producing call id is not cited once the raw blob is gone; the memory/file path survives but not its provenance (call_004)",
-    ("csv-rehydration", "recall"): "no stage-2 rehydration of the exact CSV rows the user asked for (budget 700 has room)",
     ("scheduled-job", "recall"): "the last run's failed call is rendered as a stale marker with the error line cut ('… 55 tokens omitted')",
     ("branch-send", "recall"): "the inherited parent message and this branch's own quote Q-907 are omitted; only the first user message and the sent text remain",
     ("coding-walkthrough", "recall"): "the project rule read from AGENTS.md ('never use npm') is not carried (rules from rule files read by a tool are not pinned)",

@@ -748,9 +748,23 @@ class Assembler:
         with_raw = list(chosen)
         rehydrated = self._rehydrate(with_raw, ev, scope)
         if rehydrated:
-            req2 = build(with_raw, notes, sysb)
-            if exact(req2) <= budget:
-                req, chosen = req2, with_raw
+            # the exact evidence outranks older context: make room for it with the same
+            # drop steps (on copies), or give it up
+            for i, p in enumerate(with_raw):
+                if set(p.raw_artifacts) & set(rehydrated):
+                    with_raw[i] = _Piece(**{**p.__dict__, "mandatory": True})
+            room_notes = list(notes)
+            quiet = ev.quiet()
+            fits = exact(build(with_raw, room_notes, sysb))
+            for step in ("compress_old_history", "shorten_recent_tail"):
+                while fits > budget and self._drop_once(step, with_raw, room_notes, quiet, large, lambda p: None) is not None:
+                    fits = exact(build(with_raw, room_notes, sysb))
+            req2 = build(with_raw, room_notes, sysb)
+            if fits <= budget:
+                for d in quiet.decisions:
+                    if d["decision"] == "omit":
+                        ev.omit_record(d["record_id"], d["record_kind"], OmissionReason.BUDGET, "dropped to make room for rehydrated evidence")
+                req, chosen, notes = req2, with_raw, room_notes
             else:
                 for art_id in rehydrated:  # the raw payloads do not fit: the memories stay
                     ev.refuse_rehydration(art_id, OmissionReason.BUDGET)
