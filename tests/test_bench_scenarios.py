@@ -31,7 +31,7 @@ SEEDS = [s.name for s in all_scenarios() if s.seed_scenario]
 STRATEGIES = [CONTEXTLEDGER, *(s.name for s in all_strategies())]
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("seed-1", "reduction"): "assembled 123 tokens > budget 102: the pending picker's recovery text (≈400-char argument echo) is mandatory and not shortened",
+    ("seed-1", "reduction"): "assembled 123 tokens > budget 102: the system prompt, the task statement, the current request and the pending picker's recovery state (call id, options, prompt) are all mandatory and need 123 tokens",
     ("seed-6", "reduction"): "the budget is 10% of the seed's 1,986-token replay while this replay is 1,898 tokens: filling the budget gives 89.6%",
     ("seed-3", "recall"): "stale markers with revalidation hints are rendered, but at 105 tokens only one of the two stale evidence lines fits (thr_93b1 kept, evt_5521 dropped)",
     ("provenance-repair", "recall"): "the producing call id is not cited once the raw blob is gone; the memory/file path survives but not its provenance (call_004)",
