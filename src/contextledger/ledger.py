@@ -12,7 +12,6 @@ requests and explains them::
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -125,17 +124,6 @@ class Ledger:
         from contextledger.memory.linking import link_on_write
 
         link_on_write(self.store, w, scope, memory)
-
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 - bounded, per ledger instance
-    def _participant_kinds(self, tenant_id: str, conversation_id: str, participant_id: str) -> RuntimeKind | None:
-        for p in self.store.participants(Scope(tenant_id=tenant_id), conversation_id):
-            if p.id == participant_id:
-                return p.runtime_kind
-        return None
-
-    def is_child_participant(self, scope: Scope, conversation_id: str, participant_id: str) -> bool:
-        """Whether ``participant_id`` is a child subagent (its artifacts are audit-only)."""
-        return self._participant_kinds(scope.tenant_id, conversation_id, participant_id) == RuntimeKind.SUBAGENT_CHILD
 
     def pin_constraints_from(self, scope: Scope, message: Message) -> int:
         """Pin the user constraints stated in ``message`` ("never …", "do not …") as rule

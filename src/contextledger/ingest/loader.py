@@ -315,12 +315,7 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
                 else:
                     # an observation with no action before it: its own synthetic call
                     obs_n += 1
-                    tool_name = str(im.metadata.get("action_tool") or "action")
-                    call = ToolCall(
-                        id=new_id("call"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=msg.branch_id,
-                        message_id=msg.id, seq=msg.seq, call_index=0, call_id=f"obs_{obs_n}",
-                        tool_name=_tool_name(tool_name), arguments_json=_json_args(action), participant_id=pid, created_at=msg.created_at,
-                    )
+                    call = _action_call(msg, obs_n, str(im.metadata.get("action_tool") or "action"), action)
                     w.add_tool_call(call)
                     result.tool_calls += 1
                 bkey = blob_keys.get(f"{im.key}:obs")
@@ -347,12 +342,7 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
                 if im.metadata.get("action") and not new_calls:
                     # a text action is a tool call too: pending until its observation
                     obs_n += 1
-                    action_call = ToolCall(
-                        id=new_id("call"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=msg.branch_id,
-                        message_id=msg.id, seq=msg.seq, call_index=0, call_id=f"obs_{obs_n}",
-                        tool_name=_tool_name(str(im.metadata.get("action_tool") or "action")),
-                        arguments_json=_json_args(str(im.metadata["action"])), participant_id=pid, created_at=msg.created_at,
-                    )
+                    action_call = _action_call(msg, obs_n, str(im.metadata.get("action_tool") or "action"), str(im.metadata["action"]))
                     w.add_tool_call(action_call)
                     if im.participant_key in action_calls:
                         result.pending_calls += 1  # the earlier action never got an observation
@@ -392,6 +382,16 @@ def _authority(im: ImportedMessage, i: int, first_non_system: int, trust_system_
     if im.role is Role.USER and im.kind == MessageKind.CHAT:
         return AuthorityLevel.USER
     return AuthorityLevel.OLD_CONVERSATION
+
+
+def _action_call(msg: Message, n: int, tool: str, action: str) -> ToolCall:
+    """The synthetic ToolCall ``obs_<n>`` of a text action (or of an observation with no
+    action before it), owned by ``msg``."""
+    return ToolCall(
+        id=new_id("call"), tenant_id=msg.tenant_id, conversation_id=msg.conversation_id, branch_id=msg.branch_id,
+        message_id=msg.id, seq=msg.seq, call_index=0, call_id=f"obs_{n}", tool_name=_tool_name(tool),
+        arguments_json=_json_args(action), participant_id=msg.participant_id, created_at=msg.created_at,
+    )
 
 
 def _tool_name(name: str) -> str:
