@@ -6,7 +6,8 @@ whom to assemble (conversation, branch, participant, provider, budget, ``now``) 
 ``must_see`` / ``must_not_see`` facts (issue "Prove it"; seed 000 §9.1–9.2, seed 001 §5).
 
 Sizing (seed 000 §9.1 reports replays of 961–1,986 tokens): at ``scale=1`` every
-scenario's replay request is 900–2,100 tokens.  At ``scale=k`` the scenario records
+scenario's replay request is 900–2,100 tokens; each seed scenario's replay is its
+:data:`SEED_REPLAY_TOKENS` figure up to ~1 % above it (``Script.filler(..., fit=True)``).  At ``scale=k`` the scenario records
 ``(k - 1) × history_tokens`` extra tokens of older, completed, unrelated tool work
 (:meth:`Script.filler`), so its history is about ``k`` times as long while the facts that
 matter stay the same.
@@ -120,6 +121,10 @@ _WORDS = (
     "worker", "batch", "window", "retention", "audit", "owner", "team", "milestone", "roadmap",
     "glossary", "onboarding", "handbook", "survey", "feedback", "pricing", "tier", "contract",
 )
+
+
+_MIN_LISTING_COST = 40
+"""Estimated cost (tokens, as :meth:`Script.filler` counts) of a one-line listing exchange."""
 
 
 @dataclass
@@ -242,9 +247,7 @@ class Script:
             ]
             return "search_docs", {"query": q}, json.dumps({"query": q, "hits": hits}, ensure_ascii=False)
         if kind == 1:
-            folder = f"archive/{self._rng.choice(_WORDS)}"
-            lines = [f"{self._rng.choice(_WORDS)}_{self._rng.randint(10, 99)}.md\t{self._rng.randint(200, 90000)} bytes" for _ in range(22)]
-            return "list_dir", {"path": folder}, "\n".join(lines)
+            return self._listing(22)
         ticket = f"OPS-{self._rng.randint(100, 999)}"
         body = {
             "status": 200,
@@ -254,19 +257,46 @@ class Script:
         }
         return "http_get", {"url": f"https://tracker.example.com/api/{ticket}"}, json.dumps(body, ensure_ascii=False)
 
-    def filler(self, tokens: int, *, participant_id: str | None = None, branch_id: str | None = None) -> int:
+    def _listing(self, lines: int) -> tuple[str, dict[str, Any], str]:
+        folder = f"archive/{self._rng.choice(_WORDS)}"
+        rows = [f"{self._rng.choice(_WORDS)}_{self._rng.randint(10, 99)}.md\t{self._rng.randint(200, 90000)} bytes" for _ in range(lines)]
+        return "list_dir", {"path": folder}, "\n".join(rows)
+
+    def filler(self, tokens: int, *, participant_id: str | None = None, branch_id: str | None = None, fit: bool = False) -> int:
         """Record completed, unrelated tool work until about ``tokens`` tokens of history
         were added (older housekeeping the current task does not depend on).
+
+        By default the last exchange may overshoot ``tokens`` by up to one exchange
+        (~100–200 tokens).  ``fit=True`` stops before an exchange that would leave less
+        than one short listing's worth of room and records a directory listing sized to
+        the remainder instead (one listing line is ~9 tokens), so the history can be sized
+        to within ~10 tokens — the seed scenarios use it to match seed 000 §9.1's replay
+        sizes.
 
         Returns the number of exchanges recorded.
         """
         tok = get_tokenizer()
+
+        def cost(args: Mapping[str, Any], result: str) -> int:
+            return tok.count(result) + tok.count(json.dumps(args)) + 20
+
         added = 0
         k = 0
         while added < tokens:
             tool, args, result = self._filler_exchange(k)
+            if fit and added + cost(args, result) + _MIN_LISTING_COST > tokens:
+                # the last exchange: a listing sized to the remainder (never a gap
+                # smaller than one exchange that nothing could fill)
+                tool, args, result = self._listing(48)
+                rows = result.split("\n")
+                while rows and added + cost(args, "\n".join(rows)) > tokens:
+                    rows.pop()
+                if rows:
+                    self.call(tool, args, "\n".join(rows), participant_id=participant_id, branch_id=branch_id)
+                    k += 1
+                break
             self.call(tool, args, result, participant_id=participant_id, branch_id=branch_id)
-            added += tok.count(result) + tok.count(json.dumps(args)) + 20
+            added += cost(args, result)
             k += 1
             if k % 4 == 0:
                 note = f"Housekeeping step {k} done; nothing further needed there."
