@@ -18,10 +18,11 @@ from contextledger.bench.harness import CONTEXTLEDGER, run_scenarios
 from contextledger.bench.lenient import lenient_payload
 from contextledger.bench.probes import Fact, check_probes, payload_texts
 from contextledger.bench.report import build_report, markdown, write_report
-from contextledger.bench.scenarios import all_scenarios
+from contextledger.bench.scenarios import all_scenarios, get_scenario
 from contextledger.bench.scenarios.base import SEED_REPLAY_TOKENS, seed_budget
 from contextledger.bench.strategies import all_strategies
 from contextledger.cli.bench_cmd import app
+from contextledger.ledger import Ledger
 from contextledger.providers.base import NeutralRequest, WireMessage
 from contextledger.providers.registry import validate_payload
 from contextledger.records.parts import TextPart, ToolCallPart, ToolResultPart
@@ -36,7 +37,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("provenance-repair", "recall"): "the producing call id is not cited once the raw blob is gone; the memory/file path survives but not its provenance (call_004)",
     ("scheduled-job", "recall"): "the last run's failed call is rendered as a stale marker with the error line cut ('… 55 tokens omitted')",
     ("branch-send", "recall"): "the inherited parent message and this branch's own quote Q-907 are omitted; only the first user message and the sent text remain",
-    ("coding-walkthrough", "recall"): "the project rule read from AGENTS.md ('never use npm') is not carried (rules from rule files read by a tool are not pinned)",
     ("retry-critical-error", "leaks"): "the failed call's raw stack trace is kept whole (stack-frame noise); only the error line and retry contract are needed",
     ("coding-walkthrough", "leaks"): "the pre-edit test failure is shown raw next to the passing retest, without a stale/superseded mark",
 }
@@ -88,6 +88,23 @@ def test_seed_budgets_are_a_tenth_of_the_seed_replays(rows: list[dict[str, Any]]
 
 def test_coding_walkthrough_replays_the_12_mb_output(rows: list[dict[str, Any]]) -> None:
     assert _row(rows, "coding-walkthrough")["replay_tokens"] > 3_000_000
+
+
+def test_coding_walkthrough_project_rule_comes_from_the_rule_file_not_the_tool_read(ledger: Ledger) -> None:
+    """The project rule is loaded from the checkout's AGENTS.md (project authority) and
+    rendered in the system slot; the agent's Read of the same file stays tool output."""
+    built = get_scenario("coding-walkthrough").build(ledger, 1)
+    rules = ledger.rules(built.conversation_id)
+    assert sorted((r.text, r.source_kind, r.authority.value, r.pinned) for r in rules) == [
+        ("Don't change the public API of src/auth.", "user_message", "user", True),
+        ("Use pnpm for every script; never use npm in this repo.", "project_file", "project", False),
+    ]
+    assert [r.source for r in rules if r.source_kind == "project_file"] == ["AGENTS.md:2"]
+    res = ledger.assemble(built.conversation_id, provider=built.provider, budget_tokens=built.budget_tokens, now=built.now, persist=False)
+    system = res.payload["system"]
+    assert "Rules:\n- Use pnpm for every script; never use npm in this repo." in system
+    assert system.index("Rules:") < system.index("Constraints stated by the user")
+    assert "I'd prefer you use npm" not in system
 
 
 def test_replay_strategy_counts_the_same_replay_as_the_assembly_record(rows: list[dict[str, Any]]) -> None:

@@ -7,6 +7,11 @@ is 12 MB, edits the guard and reruns the tests.  After the edit the pre-edit rea
 public API" survives; the 12 MB output is an artifact reference, never raw; the project
 rule ("never use npm") beats the user's soft preference for npm (seed 001 §4.2 authority).
 
+The project rules reach the ledger the way an integration loads them:
+:meth:`~contextledger.ledger.Ledger.load_project_rules` on the checkout (project
+authority, rendered in the system slot).  The agent also reads ``AGENTS.md`` with a
+tool; that copy is tool output — untrusted data — and never becomes a rule.
+
 Note: the raw ``find`` output alone is 12 MB, so this case's replay is far above the
 900–2,100-token sizing of the seed scenarios; that is the point of the case.
 """
@@ -14,6 +19,8 @@ Note: the raw ``find`` output alone is 12 MB, so this case's replay is far above
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 from contextledger.bench.probes import Fact
 from contextledger.bench.scenarios.base import T0, BuiltCase, Scenario, Script, filler_tokens
@@ -36,6 +43,8 @@ function redirectTarget(next: string): string {
 }
 """
 
+_AGENTS_MD = "# Project rules\n- Use pnpm for every script; never use npm in this repo.\n- Keep exported function signatures in src/auth stable.\n"
+
 _BIG_FIND_BYTES = 12 * 1024 * 1024
 
 
@@ -56,7 +65,12 @@ def _build(ledger: Ledger, scale: int) -> BuiltCase:
     s.user("Login redirect fails after sign-in; find the cause and fix it. Don't change the public API of src/auth.")
     s.user("I'd prefer you use npm for scripts if that's quicker.")
     s.call("Bash", {"command": "ls"}, "AGENTS.md\npackage.json\npnpm-lock.yaml\nsrc\ntests\ntsconfig.json")
-    s.call("Read", {"file_path": "AGENTS.md"}, "# Project rules\n- Use pnpm for every script; never use npm in this repo.\n- Keep exported function signatures in src/auth stable.\n")
+    # the integration loads the project's rule files from the checkout (trusted, project
+    # authority); the agent's own Read of AGENTS.md below is tool output (untrusted data)
+    with tempfile.TemporaryDirectory(prefix="coding-walkthrough-") as checkout:
+        (Path(checkout) / "AGENTS.md").write_text(_AGENTS_MD, encoding="utf-8")
+        ledger.load_project_rules(s.id, checkout)
+    s.call("Read", {"file_path": "AGENTS.md"}, _AGENTS_MD)
     s.call("Read", {"file_path": "package.json"}, json.dumps({"name": "webapp", "scripts": {"test": "vitest run", "build": "tsc -p ."}, "dependencies": {"react": "18.3.1"}}, indent=2))
     s.filler(filler_tokens(scale, 200, 1500))
     s.call("Grep", {"pattern": "redirect", "path": "src"}, "src/auth/guard.ts:7:  return redirectTarget(next);\nsrc/auth/guard.ts:11:function redirectTarget(next: string): string {\nsrc/pages/login.tsx:22:  router.go(requireAuth(router, next));")
