@@ -2,12 +2,15 @@
 
 Seed 001 §4.4 "Extract" shape: "コマンド、終了コード、エラー種別、主要スタックだけ".  The
 payload never holds the whole log: three head lines, five tail lines and (on error) the
-last traceback's final frames plus its exception line.
+last traceback's final frames plus its exception line.  On failure the head and tail are
+taken after stack frames are folded into ``[N stack frames omitted]`` lines
+(:func:`~contextledger.memory.extractors.errorscan.fold_stack_frames`; seed 000 §4.5–4.6:
+the error line is recovery state, stack noise is not).
 
 Payload keys: ``command``, ``program``, ``exit_code`` (int | None), ``duration_ms``
 (int | None), ``status`` (``succeeded`` / ``failed`` / ``running`` / ``unknown``),
 ``error_type``, ``error_line``, ``stack`` (list of lines), ``output_lines``,
-``output_bytes``, ``head``, ``tail``.
+``output_bytes``, ``head``, ``tail``, ``stack_frames_folded`` (frames folded on failure).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 from contextledger.memory.extractors.actions import Action, resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
-from contextledger.memory.extractors.errorscan import find_error
+from contextledger.memory.extractors.errorscan import find_error, fold_stack_frames
 from contextledger.memory.extractors.textutil import (
     Body,
     body_ranges,
@@ -71,6 +74,9 @@ def shell_extraction(item: ToolInput, action: Action) -> Extraction:
         status, guessed = "failed", True
     failed = status == "failed"
     shown = nonempty(lines)
+    folded = 0
+    if failed:
+        shown, folded = fold_stack_frames(shown)
     head, tail, _ = head_tail(shown, HEAD_LINES, TAIL_LINES)
     command = action.command or ""
     payload: dict[str, Any] = {
@@ -86,6 +92,7 @@ def shell_extraction(item: ToolInput, action: Action) -> Extraction:
         "output_bytes": byte_len(body.text),
         "head": [cap(x) for x in head],
         "tail": [cap(x) for x in tail],
+        "stack_frames_folded": folded,
     }
     first = f"$ {cap(command.strip().splitlines()[0] if command.strip() else '(no command)', COMMAND_CAP_CHARS)}"
     if code is not None:
@@ -104,6 +111,12 @@ def shell_extraction(item: ToolInput, action: Action) -> Extraction:
         summary_lines.append(cap(shown[-1].strip()))
     line_range, byte_range = body_ranges(item.result_text, body)
     omitted = len(shown) - len(head) - len(tail)
+    limits: list[str] = []
+    if omitted > 0:
+        lines_kind = "non-empty lines after folding" if folded else "non-empty output lines"
+        limits.append(f"{fmt_int(omitted)} of {fmt_int(len(shown))} {lines_kind} omitted")
+    if folded:
+        limits.append(f"{fmt_int(folded)} stack frame{'' if folded == 1 else 's'} folded")
     return Extraction(
         kind="command",
         summary="\n".join(summary_lines),
@@ -118,11 +131,7 @@ def shell_extraction(item: ToolInput, action: Action) -> Extraction:
         confidence_basis=ConfidenceBasis.HEURISTIC
         if guessed
         else ConfidenceBasis.DETERMINISTIC_PARSE,
-        limits=(
-            f"{fmt_int(omitted)} of {fmt_int(len(shown))} non-empty output lines omitted"
-            if omitted > 0
-            else None
-        ),
+        limits="; ".join(limits) or None,
         error_type=payload["error_type"],
         line_range=line_range,
         byte_range=byte_range,

@@ -15,16 +15,20 @@ Rules, in order:
 
 Only the first and last :data:`SCAN_WINDOW_LINES` lines are scanned, so a 12 MB log costs
 the same as a 100 KB one once split.
+
+:func:`fold_stack_frames` is the memory-derivation rule for failed calls: stack frames
+are folded into one ``[N stack frames omitted]`` marker (see its docstring).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextledger.memory.extractors.textutil import cap
 
-__all__ = ["SCAN_WINDOW_LINES", "ErrorInfo", "find_error"]
+__all__ = ["SCAN_WINDOW_LINES", "ErrorInfo", "find_error", "fold_stack_frames", "frame_marker"]
 
 SCAN_WINDOW_LINES = 2000
 """Lines scanned from each end of a long output."""
@@ -143,3 +147,97 @@ def find_error(lines: list[str]) -> ErrorInfo | None:
                     text = f"{text} {following}".strip()
                 return ErrorInfo(error_type=kind, error_line=cap(text), line_no=i + 1)
     return None
+
+
+# --- stack-frame folding ---------------------------------------------------------------
+
+_AT_FRAME = re.compile(
+    r"^\s+at (?:async )?\S.*(?::\d+(?::\d+)?\)?|\((?:Native Method|Unknown Source|native|<anonymous>)\))$"
+)
+"""JavaScript / Java / C# frame: ``    at f (file.js:53:13)``, ``\tat a.B.c(B.java:42)``;
+also the ``at file.rs:12:5`` location line of a Rust backtrace frame."""
+_JAVA_MORE = re.compile(r"^\s+\.\.\. \d+ more$")
+_GO_LOCATION = re.compile(r"^\t\S.*\.go:\d+(?: \+0x[0-9a-f]+)?$")
+_GO_FUNCTION = re.compile(r"^(?:created by )?[\w./*()\[\]{}-]+(?:\(.*\))?(?: in goroutine \d+)?$")
+_GO_HEADER = re.compile(r"^goroutine \d+ \[[^\]]+\]:$")
+_RUST_FRAME = re.compile(r"^\s*\d+: (?:0x[0-9a-f]+ - )?(\S+(?: as \S+)?)$")
+_TRACE_HEADERS = frozenset({_TRACEBACK, "stack backtrace:"})
+
+
+def frame_marker(frames: int) -> str:
+    """``"[1 stack frame omitted]"`` / ``"[14 stack frames omitted]"``."""
+    return f"[{frames} stack frame{'' if frames == 1 else 's'} omitted]"
+
+
+def _frame_span(lines: Sequence[str], i: int) -> tuple[int, int]:
+    """(lines the stack frame starting at ``i`` spans, frames it counts); (0, 0) when
+    line ``i`` starts no frame."""
+    line = lines[i]
+    n = len(lines)
+    if _FRAME.match(line):  # Python: the File line, then its more-indented code lines
+        indent = len(line) - len(line.lstrip())
+        end = i + 1
+        while end < n and lines[end].strip() and len(lines[end]) - len(lines[end].lstrip()) > indent and not _FRAME.match(lines[end]):
+            end += 1
+        return end - i, 1
+    if _AT_FRAME.match(line):
+        return 1, 1
+    if _JAVA_MORE.match(line):
+        return 1, 0
+    if _GO_LOCATION.match(line):
+        return 1, 1
+    if i + 1 < n and _GO_LOCATION.match(lines[i + 1]) and _GO_FUNCTION.match(line.strip()):
+        return 2, 1
+    rust = _RUST_FRAME.match(line)  # Rust: "  3: path::to::fn", then its "at file.rs:N:M" line
+    if rust:
+        if i + 1 < n and _AT_FRAME.match(lines[i + 1]):
+            return 2, 1
+        if "::" in rust.group(1):
+            return 1, 1
+    return 0, 0
+
+
+def fold_stack_frames(lines: Sequence[str]) -> tuple[list[str], int]:
+    """Fold every run of stack frames in a failed call's output into one marker line.
+
+    Memory-derivation rule for failures (seed 000 §4.5–4.6: a retry-critical error keeps
+    its error line; stack noise is not recovery state).  A run of consecutive frames —
+    Python ``File "…", line N, in f`` lines with their code lines, JavaScript / Java
+    ``    at …(file:N)`` lines and Java ``... N more``, Go ``goroutine N [state]:``
+    headers with ``pkg.fn(…)`` / ``\t/path/file.go:NN`` pairs, Rust backtrace frames
+    ``  N: path::fn`` with their ``at file.rs:N:M`` lines — and the ``Traceback (most
+    recent call last):`` / ``stack backtrace:`` header right before it become one line
+    :func:`frame_marker` (``"[14 stack frames omitted]"``).  Every other line — the lines
+    naming the exception or error, ``Caused by: …``, ``During handling of …``, the final
+    message — is kept verbatim and in order.  A header with no frame after it is kept.
+
+    Args:
+        lines: the output's lines (no newlines).
+
+    Returns:
+        (the folded lines, the number of frames folded).  Linear in the input.
+    """
+    out: list[str] = []
+    folded = 0
+    i = 0
+    n = len(lines)
+    while i < n:
+        header = 1 if lines[i].strip() in _TRACE_HEADERS or _GO_HEADER.match(lines[i].strip()) else 0
+        j = i + header
+        frames = 0
+        spanned = False
+        while j < n:
+            span, count = _frame_span(lines, j)
+            if not span:
+                break
+            spanned = True
+            frames += count
+            j += span
+        if not spanned:
+            out.append(lines[i])
+            i += 1
+            continue
+        out.append(frame_marker(frames))
+        folded += frames
+        i = j
+    return out, folded

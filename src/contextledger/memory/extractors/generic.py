@@ -2,11 +2,15 @@
 
 Never the whole payload once it exceeds :data:`HEAD_CHARS` + :data:`TAIL_CHARS`: the
 middle is replaced by ``"… 123,456 bytes omitted …"``.  On error the first error line and
-its type are kept (seed 000 §4.1: failed tool state stays visible).
+its type are kept (seed 000 §4.1: failed tool state stays visible), and stack frames are
+folded into one ``[N stack frames omitted]`` line before head and tail are taken
+(:func:`~contextledger.memory.extractors.errorscan.fold_stack_frames`; seed 000 §4.5–4.6:
+stack noise is not recovery state).
 
 Payload keys: ``head`` (≤ :data:`HEAD_LINES` lines, ≤ :data:`HEAD_CHARS` characters),
-``tail`` (≤ :data:`TAIL_LINES` lines, ≤ :data:`TAIL_CHARS` characters), ``omitted_bytes``,
-``line_count``, ``output_bytes``, ``error_line``.
+``tail`` (≤ :data:`TAIL_LINES` lines, ≤ :data:`TAIL_CHARS` characters), ``omitted_bytes``
+(between head and tail, after folding), ``line_count`` and ``output_bytes`` (of the whole
+output), ``error_line``, ``stack_frames_folded`` (frames folded on error; 0 otherwise).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextledger.memory.extractors.base import Extraction, ToolInput
-from contextledger.memory.extractors.errorscan import find_error
+from contextledger.memory.extractors.errorscan import find_error, fold_stack_frames
 from contextledger.memory.extractors.textutil import (
     body_ranges,
     byte_len,
@@ -82,9 +86,14 @@ class GenericExtractor:
         """Head / tail extract of ``item``."""
         body = unwrap(item.result_text)
         text = body.text
-        head, tail, omitted = head_tail_text(text)
         lines = split_lines(text)
         err = find_error(lines) if item.is_error else None
+        folded = 0
+        if item.is_error:
+            kept, folded = fold_stack_frames(lines)
+            if folded:
+                text = "\n".join(kept)
+        head, tail, omitted = head_tail_text(text)
         error_line = (
             err.error_line
             if err
@@ -101,6 +110,7 @@ class GenericExtractor:
             "line_count": len(lines),
             "output_bytes": byte_len(text),
             "error_line": error_line,
+            "stack_frames_folded": folded,
         }
         shown = [ln.strip() for ln in split_lines(head) if ln.strip()]
         summary_lines = [cap(shown[0]) if shown else "(empty result)"]
@@ -112,12 +122,11 @@ class GenericExtractor:
         elif len(shown) > 1:
             summary_lines.append(cap(shown[-1]))
         if error_line and error_line not in summary_lines:
-            summary_lines = (
-                [error_line, *summary_lines[1:]]
-                if len(summary_lines) >= 3
-                else [*summary_lines, error_line]
-            )
-            summary_lines = summary_lines[:3]
+            # keep output order: first line, error line, last line
+            if len(summary_lines) >= 3:
+                summary_lines = [error_line, *summary_lines[1:3]]
+            else:
+                summary_lines = [summary_lines[0], error_line, *summary_lines[1:]]
         prov_lines, prov_bytes = body_ranges(item.result_text, body)
         return Extraction(
             kind="generic",
