@@ -245,7 +245,7 @@ def test_unresolved_call_visible_to_owner_not_to_sibling(ledger: Ledger) -> None
     ra = ledger.assemble(conv.id, participant_id=a.id, now=NOW)
     assert texts(ra) == [
         ("user", "deploy"),
-        ("assistant", '[recovery state: tool call dep1 deploy({"env":"prod"}) is awaiting approval; no result has been recorded yet]'),
+        ("assistant", '[awaiting approval, no result yet: dep1 deploy({"env":"prod"})]'),
     ]
     assert [m.get("name") for m in ra.payload["messages"]] == [None, "a"]
     rb = ledger.assemble(conv.id, participant_id=b.id, now=NOW)

@@ -157,6 +157,7 @@ class _Piece:
     stale: bool = False
     extra_refs: tuple[str, ...] = ()
     memory: ToolMemory | None = None
+    task_statement: bool = False
 
 
 class Assembler:
@@ -453,6 +454,7 @@ class Assembler:
             if u.key in protected and not in_tail:
                 bucket = "current_input_task_state"
             piece = self._render_unit(u, ev, raw=in_tail or u.key in protected, bucket=bucket, mandatory=mandatory, order=(u.seq, i))
+            piece.task_statement = i == first_user and first_user != current
             in_view_memories.update(m.id for m in u.memories.values())
             pieces.append(piece)
         if comp is not None:
@@ -603,7 +605,13 @@ class Assembler:
         view (extract / stale marker / restricted summary / reference)."""
         limit = ev.tool_max_bytes(c.tool_name)
         raw_ok, reason = ev.raw_allowed(art)
-        if not raw and raw_ok and mem is not None and art.inline_text is not None and art.size_bytes <= limit:
+        # a superseded result is never shown raw, not even in the recent tail: the model
+        # would read an outdated observation beside its successor (seed 000 §4.8); the
+        # exchange keeps a reference to the successor
+        superseded = mem is not None and ev.conflict.check(mem) is not None
+        if superseded:
+            raw = False
+        if not raw and not superseded and raw_ok and mem is not None and art.inline_text is not None and art.size_bytes <= limit:
             # a memory is a reduction: never send one that costs more than the raw result
             probe = ev.quiet().memory_view(mem, in_exchange=True)
             if probe is not None and not probe.stale and self.tok.count(art.inline_text) <= self.tok.count(probe.text):
@@ -661,6 +669,10 @@ class Assembler:
         chosen = list(pieces)
         self._reshaped: set[str] = set()
         self._evicted: list[_Piece] = []
+        self._dropped_chat: list[_Piece] = []
+        current = max((p for p in pieces if p.mandatory and p.unit is not None and p.unit.is_turn_start), key=lambda p: p.order, default=None)
+        terms = query_terms(" ".join(_first_text(m) for m in current.messages)) if current is not None else frozenset()
+        self._evict_key = lambda n: _eviction_key(n, terms)
         notes = sorted(retrieval, key=lambda p: p.order)
         steps = [s.value for s in self.policy.budget.drop_order] + ["truncate"]
         large = max(64, self.policy.tool_output.max_tokens // 4)
@@ -714,17 +726,33 @@ class Assembler:
                 req = build(chosen, notes, sysb)
                 total = exact(req)
         # refill: later steps may free room (e.g. an exchange turned into a line drops
-        # the tool declarations); give it back to the most valuable evicted lines
-        for n in sorted(self._evicted, key=_eviction_key, reverse=True)[:24]:
-            if total + n.cost > budget:
-                continue
-            notes.append(n)
-            trial = exact(build(chosen, notes, sysb))
-            if trial <= budget:
-                total = trial
-                ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps")
-            else:
-                notes.remove(n)
+        # the tool declarations); give it back first to the newest dropped chat messages
+        # (the user's and assistant's own words), then to the most valuable evicted lines
+        def refill(total: int) -> int:
+            for p in sorted(self._dropped_chat, key=lambda p: p.order, reverse=True)[:8]:
+                if p in chosen or total + p.cost > budget:
+                    continue
+                chosen.append(p)
+                trial = exact(build(chosen, notes, sysb))
+                if trial <= budget:
+                    total = trial
+                    for m in p.unit.messages if p.unit is not None else ():
+                        ev.restore(m.id, "message", "room freed by later drop steps")
+                else:
+                    chosen.remove(p)
+            for n in sorted(self._evicted, key=self._evict_key, reverse=True)[:24]:
+                if n in notes or total + n.cost > budget:
+                    continue
+                notes.append(n)
+                trial = exact(build(chosen, notes, sysb))
+                if trial <= budget:
+                    total = trial
+                    ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps")
+                else:
+                    notes.remove(n)
+            return total
+
+        total = refill(total)
         req = build(chosen, notes, sysb)
         attempts = 0
         while total > budget and attempts < 32:
@@ -738,11 +766,23 @@ class Assembler:
                 chosen.remove(p)
                 to_notes(p)
                 ev.omit_unit(p.unit, OmissionReason.BUDGET, "older protected failure: kept as an evidence line to fit the budget")  # type: ignore[arg-type]
-            elif not self._last_resort(chosen, ev, over):
+            elif self._last_resort(chosen, ev, over, cut=False):
+                pass
+            elif failures and any(p.unit is not None and p.unit.memories for p in failures):
+                # the newest failure as an evidence line: its memory keeps the error
+                # line, and without a tool exchange no tool declarations are sent
+                p = failures[0]
+                chosen.remove(p)
+                to_notes(p)
+                ev.omit_unit(p.unit, OmissionReason.BUDGET, "protected failure kept as an evidence line (error line kept) to fit the budget")  # type: ignore[arg-type]
+            elif not self._drop_task_statement(chosen, ev) and not self._last_resort(chosen, ev, over):
                 sysb = self._truncate_system(sysb, over, ev)
             req = build(chosen, notes, sysb)
             total = exact(req)
             attempts += 1
+        if attempts and total <= budget:
+            total = refill(total)  # the last resort may have freed more than it needed
+            req = build(chosen, notes, sysb)
         for n in notes:
             ev.include(n.memory_ids[0], "memory", n.shape, "retrieval")
         with_raw = list(chosen)
@@ -816,13 +856,15 @@ class Assembler:
             if units:
                 p = min(units, key=lambda p: p.order)
                 chosen.remove(p)
+                if p.unit is not None and p.unit.kind in ("user", "assistant"):
+                    self._dropped_chat.append(p)
                 before = sum(n.cost for n in notes)
                 to_notes(p)
                 if p.unit is not None:
                     ev.omit_unit(p.unit, OmissionReason.BUDGET, why + " (kept as evidence lines)")
                 return max(1, p.cost - (sum(n.cost for n in notes) - before))
             if notes:
-                n = min(notes, key=_eviction_key)
+                n = min(notes, key=self._evict_key)
                 notes.remove(n)
                 self._evicted.append(n)
                 ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, why + " (evidence line)")
@@ -840,7 +882,24 @@ class Assembler:
                         best = max(best, self.tok.count(t))
         return best
 
-    def _last_resort(self, chosen: list[_Piece], ev: Evaluator, over: int) -> bool:
+    def _drop_task_statement(self, chosen: list[_Piece], ev: Evaluator) -> bool:
+        """Last resort before cutting texts: an older task statement (the first user
+        message, when a later user message is the current input) gives way to the
+        current input, the recovery state and the runtime state (seed 001 §2 authority
+        chain: the current user instruction and task state outrank raw old
+        conversation).  Returns whether a piece was dropped (recorded as a budget
+        omission)."""
+        for p in chosen:
+            if p.task_statement and p.unit is not None:
+                chosen.remove(p)
+                ev.omit_unit(p.unit, OmissionReason.BUDGET, "mandatory content alone exceeds the budget: the older task statement gives way to the current input and recovery state")
+                return True
+        return False
+
+    def _last_resort(self, chosen: list[_Piece], ev: Evaluator, over: int, *, cut: bool = True) -> bool:
+        """Shrink mandatory content: first turn a raw result into its memory view; then,
+        when ``cut``, cut the longest text with an explicit marker.  Returns whether
+        anything shrank."""
         for p in sorted((p for p in chosen if p.raw_artifacts and p.unit is not None and p.unit.key not in self._reshaped), key=lambda p: -p.cost):
             self._reshaped.add(p.unit.key)  # type: ignore[union-attr]
             shaped = self._render_unit(p.unit, ev.quiet(), raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
@@ -848,6 +907,8 @@ class Assembler:
                 continue
             chosen[chosen.index(p)] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
             return True
+        if not cut:
+            return False
         biggest = max(chosen, key=lambda p: p.cost, default=None)
         if biggest is None or biggest.cost < 64:
             return False
@@ -996,21 +1057,42 @@ _FRESHNESS_RANK = {"volatile": 0, "session": 1, "time_bounded": 2, "durable": 3,
 _HANDLE = re.compile(r"\b(?:file_id|document_id|doc_id|attachment_id)\b")
 
 
-def _eviction_key(note: _Piece) -> tuple[int, int, tuple[int, int]]:
+_WORD = re.compile(r"[a-z0-9]{3,}")
+_STOP = frozenset(
+    ["the", "and", "for", "are", "but", "not", "you", "your", "with", "this", "that", "what", "which", "who", "whom", "when", "where", "why", "how", "was", "were", "has", "have", "had", "can", "could", "should", "would", "will", "shall", "may", "might", "did", "does", "done", "now", "still", "its", "it's", "they", "them", "their", "there", "then", "than", "from", "into", "onto", "over", "also", "just", "only", "very", "any", "all", "some", "one", "two", "yes", "please", "tell", "show", "give", "make", "let", "get", "got"]
+)
+
+
+def query_terms(text: str) -> frozenset[str]:
+    """Content words of ``text`` (lower-cased runs of ≥ 3 letters/digits, common
+    function words dropped): what the current user input asks about."""
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
+
+
+def memory_terms(mem: ToolMemory) -> frozenset[str]:
+    """Words a memory can be found by: its summary, its tool name and the labels its
+    extractor recorded next to entity ids (``payload["ids"][*]["label"]``)."""
+    labels = " ".join(str(i.get("label") or "") for i in mem.payload.get("ids") or [] if isinstance(i, dict))
+    return query_terms(f"{mem.source_tool.replace('_', ' ')} {mem.summary.replace('_', ' ')} {labels}")
+
+
+def _eviction_key(note: _Piece, terms: frozenset[str] = frozenset()) -> tuple[int, int, int, tuple[int, int]]:
     """Which evidence line goes first under budget pressure: short-lived observations
     before durable ones (generated-file handles, entity ids), successes before failures,
+    then lines sharing fewer content words with the current user input (``terms``),
     then the oldest (seed 000 §4.6-4.7: provenance and recovery context outlive
-    volatile search results)."""
+    volatile search results; seed 001 §3: what the current goal needs is hot)."""
     mem = note.memory
     if mem is None:
-        return (0, 0, note.order)
+        return (0, 0, 0, note.order)
     failed = 1 if mem.status.value in ("failed", "abandoned") else 0
     rank = _FRESHNESS_RANK.get(mem.freshness_class.value, 1)
     if mem.payload.get("extractor") == "search" or "search" in mem.source_tool.lower():
         rank = 0  # search results are clues, not facts (seed 001 §6 problem 3)
     elif mem.payload.get("extractor") in ("generated_file", "file_write") or _HANDLE.search(mem.summary):
         rank = max(rank, _FRESHNESS_RANK["durable"])  # a file/document handle outlives observations
-    return (rank, failed, note.order)
+    relevance = len(terms & memory_terms(mem)) if terms else 0
+    return (rank, failed, relevance, note.order)
 
 
 def _goal_truncated(comp: Any) -> bool:

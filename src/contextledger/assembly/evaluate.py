@@ -89,6 +89,9 @@ class MemoryView:
     raw_prefix: str = ""
 
 
+_ID_KEY = re.compile(r"\b(?:[a-z]+_)*id=")
+"""``id=`` / ``thread_id=`` keys before entity ids: a stale one-liner keeps the ids
+(they are self-describing) without the keys."""
 _NOISE = re.compile(r"JSON (?:object|array) · [\d,]+ (?:keys|items)(?: · )?|status 2\d\d(?: · )?|\b[a-z_]+\.\d+\.(?=[a-z_]*id=)")
 
 
@@ -124,8 +127,10 @@ def _safe_refs(mem: ToolMemory) -> list[str]:
 
 
 def compact_stale_line(mem: ToolMemory, now: datetime) -> str:
-    """One evidence line for a stale memory: what it said, its age, how to revalidate
-    (seed 000 §4.7: a stale record is shown as stale with a revalidation hint)."""
+    """One evidence line for a stale memory: what it said (first summary line, entity
+    ids without their ``id=`` keys), its age, how to revalidate (seed 000 §4.7: a stale
+    record is shown as stale with a revalidation hint), e.g. ``stale 2d:
+    mail_get_thread: thr_93b1 (call again to revalidate)``."""
     basis = mem.verified_at or mem.observed_at
     if mem.revalidation_tool == mem.source_tool:
         hint = "call again to revalidate"
@@ -133,7 +138,7 @@ def compact_stale_line(mem: ToolMemory, now: datetime) -> str:
         hint = f"revalidate with {mem.revalidation_tool}"
     else:
         hint = "re-run before relying on it"
-    return f"stale {short_age(basis, now)}: {tight_summary(mem.summary)} ({hint})"
+    return f"stale {short_age(basis, now)}: {_ID_KEY.sub('', tight_summary(mem.summary))} ({hint})"
 
 
 class Evaluator:

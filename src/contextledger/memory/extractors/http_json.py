@@ -7,7 +7,9 @@ tool with the same arguments.
 Payload keys: ``status`` (an HTTP-like status when the body states one), ``json_type``
 (``object`` / ``array``), ``keys`` (≤ 30 top-level keys in document order), ``key_count``,
 ``item_count`` (arrays), ``ids`` (≤ 20 ``{"path", "value"}`` for keys named ``id`` or
-ending in ``_id`` / ``Id`` / ``ID``, depth-first in document order), ``ids_total``,
+ending in ``_id`` / ``Id`` / ``ID``, depth-first in document order, plus ``label`` —
+the object's ``title`` / ``name`` / ``subject`` / ``label`` / ``summary`` text, ≤ 80
+characters — when it has one: what the id is about, for relevance), ``ids_total``,
 ``fields`` (the values of the per-tool schema-hint fields; dotted paths such as
 ``flights.0.flight_number`` are allowed; scalars kept, containers summarised).
 """
@@ -29,6 +31,8 @@ __all__ = ["HttpJsonExtractor", "is_id_key"]
 MAX_KEYS = 30
 MAX_IDS = 20
 MAX_DEPTH = 6
+_LABEL_KEYS = ("title", "name", "subject", "label", "summary")
+"""Sibling keys whose text labels an id (kept as ``ids[*].label``, ≤ 80 characters)."""
 _STATUS_KEYS = ("status_code", "statusCode", "http_status", "status", "code")
 
 
@@ -59,7 +63,11 @@ def _collect_ids(
             if is_id_key(str(key)) and isinstance(child, str | int) and not isinstance(child, bool):
                 total[0] += 1
                 if len(out) < MAX_IDS:
-                    out.append({"path": here, "value": child})
+                    item: dict[str, Any] = {"path": here, "value": child}
+                    label = next((value[k] for k in _LABEL_KEYS if isinstance(value.get(k), str) and value[k].strip()), None)
+                    if label is not None:
+                        item["label"] = cap(" ".join(label.split()), 80)
+                    out.append(item)
             else:
                 _collect_ids(child, here, out, depth + 1, total)
     elif isinstance(value, list):
