@@ -662,9 +662,16 @@ class Assembler:
         artifact references (raw results above ``tool_output.max_tokens // 4`` tokens) →
         compress old history (an old exchange becomes one evidence line, then the oldest
         lines and units go) → shorten the recent tail (oldest first).  Mandatory pieces
-        (task statement, current input, recovery state, runtime state) are never dropped;
-        if they alone exceed the budget, their longest texts are cut with an explicit
-        marker as a last resort.
+        (task statement, current input, recovery state, runtime state) are not dropped
+        by these steps.  Evidence lines go least valuable first: volatile before durable,
+        successes before failures, fewer content words shared with the current input,
+        then oldest.  Room freed by a later step (e.g. no tool declarations once the last
+        exchange is a line) goes back to the newest dropped chat messages, then to the
+        best evicted lines.  If the mandatory pieces alone exceed the budget, the last
+        resort, in order: older protected failures become evidence lines; raw mandatory
+        results become their memory views; the newest failure becomes an evidence line
+        (its error line kept); an older task statement gives way to the current input;
+        the longest texts are cut with an explicit marker; the system text is cut.
         """
         chosen = list(pieces)
         self._reshaped: set[str] = set()
