@@ -32,12 +32,7 @@ SEEDS = [s.name for s in all_scenarios() if s.seed_scenario]
 STRATEGIES = [CONTEXTLEDGER, *(s.name for s in all_strategies())]
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("seed-1", "reduction"): "assembled 123 tokens > budget 102: the system prompt, the task statement, the current request and the pending picker's recovery state (call id, options, prompt) are all mandatory and need 123 tokens",
-    ("seed-3", "recall"): "stale markers with revalidation hints are rendered, but at 105 tokens only one of the two stale evidence lines fits (thr_93b1 kept, evt_5521 dropped)",
     ("provenance-repair", "recall"): "the producing call id is not cited once the raw blob is gone; the memory/file path survives but not its provenance (call_004)",
-    ("scheduled-job", "recall"): "the last run's failed call is rendered as a stale marker with the error line cut ('… 55 tokens omitted')",
-    ("branch-send", "recall"): "the inherited parent message and this branch's own quote Q-907 are omitted; only the first user message and the sent text remain",
-    ("coding-walkthrough", "leaks"): "the pre-edit test failure is shown raw next to the passing retest, without a stale/superseded mark",
 }
 
 
