@@ -32,7 +32,6 @@ SEEDS = [s.name for s in all_scenarios() if s.seed_scenario]
 STRATEGIES = [CONTEXTLEDGER, *(s.name for s in all_strategies())]
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("provenance-repair", "recall"): "the producing call id is not cited once the raw blob is gone; the memory/file path survives but not its provenance (call_004)",
 }
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "annotate_test_file_versions",
     "conflict_marks",
     "file_staleness",
+    "lost_payload_note",
     "repair_provenance",
     "resolve_write",
     "select_current",
@@ -287,6 +288,21 @@ def conflict_marks(
     return {k: tuple(sorted(v)) for k, v in sorted(marks.items())}
 
 
+def lost_payload_note(call_id: str | None) -> str:
+    """``"(raw payload lost; produced by call_004)"``, or ``"(raw payload lost; producing
+    call unknown)"`` when no call id is recorded (an id is never invented)."""
+    return f"(raw payload lost; produced by {call_id})" if call_id else "(raw payload lost; producing call unknown)"
+
+
+def _mark_lost(summary: str, call_id: str | None) -> str:
+    """``summary`` with :func:`lost_payload_note` at the end of its first line (once)."""
+    note = lost_payload_note(call_id)
+    if note in summary:
+        return summary
+    first, sep, rest = summary.partition("\n")
+    return f"{first} {note}{sep}{rest}"
+
+
 def repair_provenance(
     memory: ToolMemory,
     *,
@@ -305,7 +321,12 @@ def repair_provenance(
       and source id is re-pointed to it, resolution ``repaired`` → ``"repaired"``;
     * no such candidate, no recorded sha256, or ``max_attempts`` already reached →
       resolution ``unverifiable`` → ``"unverifiable"`` (no attempt is counted past the
-      limit; seed 000 §8 R8 bounds repair work).
+      limit; seed 000 §8 R8 bounds repair work).  The memory is then explicitly marked
+      (seed 000 §9.2, §9.4: broken provenance is repaired or marked, never given a
+      fabricated id): its summary's first line gains :func:`lost_payload_note` — the
+      producing call id recorded on the memory (else on the broken artifact's row, if
+      it is still there) — so every evidence line that renders the memory still cites
+      the call that produced it and says its raw payload is no longer stored.
     """
     broken = [
         ref.artifact_id
@@ -319,9 +340,15 @@ def repair_provenance(
     )
     if not broken:
         return memory, "ok"
+    producer = memory.call_id or next(
+        (c.call_id for c in candidates if c.id in broken and c.call_id), None
+    )
     if memory.repair_attempts >= max_attempts:
         return memory.model_copy(
-            update={"resolution_state": ResolutionState.UNVERIFIABLE}
+            update={
+                "resolution_state": ResolutionState.UNVERIFIABLE,
+                "summary": _mark_lost(memory.summary, producer),
+            }
         ), "unverifiable"
     attempts = memory.repair_attempts + 1
     digest = memory.payload.get("sha256")
@@ -345,6 +372,7 @@ def repair_provenance(
                 update={
                     "resolution_state": ResolutionState.UNVERIFIABLE,
                     "repair_attempts": attempts,
+                    "summary": _mark_lost(memory.summary, producer),
                 }
             ),
             "unverifiable",

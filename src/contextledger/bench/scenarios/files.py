@@ -92,6 +92,11 @@ def _build_repair(ledger: Ledger, scale: int) -> BuiltCase:
         blob_root = Path(str(getattr(ledger.store.blobs, "root", "")))
         for path in blob_root.rglob(art.blob_key.split(":", 1)[-1]):
             path.unlink()
+    # a provenance check runs (an operator or a scheduled job): the memory of the lost
+    # payload cannot be repaired from other evidence, so it is marked with its producer
+    report = ledger.verify_provenance(s.id)
+    if len(report["unverifiable"]) != 1:
+        raise RuntimeError(f"provenance-repair: expected one unverifiable memory, got {report}")
     s.say("Exported 900 leads to exports/leads_march.csv.")
     s.user("Which file did you export, and from which call? Cite it.")
     return BuiltCase(
