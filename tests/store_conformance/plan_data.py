@@ -89,14 +89,17 @@ def populate(store: SqlStore, n: int) -> None:
             for name, rows in batches.items():
                 for i in range(0, len(rows), 2000):
                     w.conn.execute(S.TABLES[name].insert(), rows[i:i + 2000])
+            w.rebuild_counters(conv)  # the rows were bulk-inserted around the Writer
     if store.dialect == "postgresql":
         with store.engine.connect() as c:
             c.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
 
 
 def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
-    """The SELECTs the assembler's candidate collection runs on ``conv_big`` (window 40),
-    plus the memory-by-subject read of memory linking, as (statement, parameters)."""
+    """The SELECTs the assembler's candidate collection runs on ``conv_big`` (window 40;
+    a three-segment lineage) and on ``conv_noise`` (one segment: the filter indexes must
+    still win over the lineage range), plus the memory-by-subject read of memory
+    linking, as (statement, parameters)."""
     captured: list[tuple[str, Any]] = []
 
     def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
@@ -106,6 +109,7 @@ def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
     sa.event.listen(store.engine, "before_cursor_execute", capture)
     try:
         collect_candidates(store, SCOPE, BIG, None, recent_window=40, max_candidates=200)
+        collect_candidates(store, SCOPE, "conv_noise", None, recent_window=40, max_candidates=200)
         segs = store.lineage(SCOPE, f"{BIG}_b2")
         store.memories(SCOPE, BIG, segs, subject_keys=["file:/src/f7.py"])
     finally:

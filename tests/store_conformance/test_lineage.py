@@ -132,13 +132,16 @@ def test_lineage_totals(store: SqlStore, scope_a: Scope, tree: Tree) -> None:
     # token_count of text messages = word count (builders); tool-call messages carry 0
     assert store.lineage_totals(scope_a, tree.conv.id, segs) == {
         "messages": 5, "message_tokens": 2 + 2, "min_seq": 1, "max_seq": 7, "artifacts": 1, "artifact_tokens": 2,
+        "memories": 1,
     }
     segs = store.lineage(scope_a, tree.root)
     assert store.lineage_totals(scope_a, tree.conv.id, segs) == {
         "messages": 6, "message_tokens": 2 + 2, "min_seq": 1, "max_seq": 11, "artifacts": 2, "artifact_tokens": 4,
+        "memories": 2,
     }
     assert store.lineage_totals(scope_a, tree.conv.id, []) == {
         "messages": 0, "message_tokens": 0, "min_seq": 0, "max_seq": 0, "artifacts": 0, "artifact_tokens": 0,
+        "memories": 0,
     }
 
 

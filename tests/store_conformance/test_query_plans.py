@@ -47,8 +47,11 @@ def test_no_full_scan_of_large_tables(plans: tuple[str, list[tuple[str, str]]]) 
 def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, str]]]) -> None:
     dialect, out = plans
     # windows: one backward range per lineage segment (3 segments), in every window read
-    windows = [plan for sql, plan in out if "UNION ALL" in sql and "FROM messages" in sql]
+    windows = [plan for sql, plan in out if "UNION ALL" in sql and "FROM messages" in sql and "messages.kind IN" not in sql]
     assert windows and [w.count("ix_messages_lineage") for w in windows] == [3] * len(windows)
+    # the newest compaction messages: one backward range of ix_messages_kind per segment
+    compactions = [plan for sql, plan in out if "UNION ALL" in sql and "messages.kind IN" in sql]
+    assert compactions and [w.count("ix_messages_kind") for w in compactions] == [3] * len(compactions)
     memory_windows = [plan for sql, plan in out if "UNION ALL" in sql and "FROM tool_memories" in sql]
     assert memory_windows and [w.count("ix_tool_memories_lineage") for w in memory_windows] == [3] * len(memory_windows)
     assert "ix_tool_calls_message" in _plan_of(out, "tool_calls.message_id IN")
@@ -57,5 +60,14 @@ def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, s
     assert "ix_tool_memories_artifact" in _plan_of(out, "tool_memories.artifact_id IN")
     assert "ix_tool_memories_subject" in _plan_of(out, "tool_memories.subject_key IN")
     assert "ix_messages_role" in _plan_of(out, "messages.role IN")
+    assert "ix_messages_role" in _plan_of(out, "messages.role = ", "messages.kind || ")
+    # every read filtered by role, kind or status uses that filter's index, also on a
+    # one-segment lineage (where the lineage index matches as many leading columns)
+    for needle, index in (("messages.role", "ix_messages_role"), ("messages.kind IN", "ix_messages_kind"), ("tool_calls.status", "ix_tool_calls_status")):
+        plans_of = [plan for sql, plan in out if needle in sql]
+        assert plans_of and all(index in plan for plan in plans_of), (needle, plans_of)
+    # lineage totals and out-of-lineage counts read the counters, never the history
+    assert not [sql for sql, _ in out if "count(" in sql.lower() and re.search(rf"FROM ({LARGE})\b", sql)]
+    assert "branch_counters" in _plan_of(out, "FROM branch_counters")
     by_ids = _plan_of(out, "FROM messages", "messages.id IN")
     assert ("ix_messages_id" if dialect == "sqlite" else "messages_pkey") in by_ids

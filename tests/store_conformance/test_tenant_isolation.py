@@ -138,8 +138,9 @@ def test_reads_never_cross_tenants(store: SqlStore, scope_a: Scope, scope_b: Sco
         assert fn() == [], name
     assert store.latest_assembly(scope_a, cb, b.conv.root_branch_id, None) is None
     assert store.lineage_totals(scope_a, cb, segs_b) == {
-        "messages": 0, "message_tokens": 0, "min_seq": 0, "max_seq": 0, "artifacts": 0, "artifact_tokens": 0,
+        "messages": 0, "message_tokens": 0, "min_seq": 0, "max_seq": 0, "artifacts": 0, "artifact_tokens": 0, "memories": 0,
     }
+    assert store.outside_lineage_counts(scope_a, cb, segs_b) == {"message": 0, "artifact": 0, "memory": 0}
     # A's own reads return exactly A's records, never B's twins
     assert [s.conversation.id for s in store.list_conversations(scope_a)] == [a.conv.id]
     [summary] = store.list_conversations(scope_a)
@@ -167,7 +168,7 @@ def _snapshot(store: SqlStore, tenant: str) -> dict[str, list[Any]]:
     with store.reader() as conn:
         for table in S.metadata.sorted_tables:
             if "tenant_id" in table.c:
-                rows = conn.execute(sa.select(table).where(table.c.tenant_id == tenant).order_by(table.c.id)).all()
+                rows = conn.execute(sa.select(table).where(table.c.tenant_id == tenant).order_by(*table.primary_key.columns)).all()
                 out[table.name] = [tuple(r) for r in rows]
     return out
 
@@ -245,6 +246,7 @@ SCOPED_CALLS: dict[str, Callable[[SqlStore, Any], Any]] = {
     "participants": lambda s, sc: s.participants(sc, "c"),
     "messages": lambda s, sc: s.messages(sc, "c", SEG),
     "lineage_totals": lambda s, sc: s.lineage_totals(sc, "c", SEG),
+    "outside_lineage_counts": lambda s, sc: s.outside_lineage_counts(sc, "c", SEG),
     "tool_calls": lambda s, sc: s.tool_calls(sc, "c"),
     "get_tool_call": lambda s, sc: s.get_tool_call(sc, "c", "x"),
     "artifacts": lambda s, sc: s.artifacts(sc, "c"),

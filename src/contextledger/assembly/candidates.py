@@ -11,15 +11,18 @@ query per record):
 * the newest ``max_candidates`` memories of the lineage (older evidence as retrieval);
 * pinned rules, the latest skill state and checkpoint;
 * counts of what lies outside: other branches (``out_of_lineage``) and the lineage
-  history older than the window.
+  history older than the window, read from the per-branch counters
+  (``store/counters.py``), not counted over the history.
 
-The candidate set size is bounded by the policy, whatever the history length.
+The candidate set size is bounded by the policy, whatever the history length, and so
+is the work: every query is an index range bounded by the window, a filter on a
+selective column (role, kind, status, ids), or a counters row (docs/query-plans.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
@@ -37,6 +40,7 @@ from contextledger.records.models import (
 )
 from contextledger.store import schema as S
 from contextledger.store.base import LineageSegment, Scope
+from contextledger.store.counters import in_lineage
 from contextledger.store.sql import SqlStore
 
 __all__ = ["CandidateSet", "collect_candidates"]
@@ -73,22 +77,6 @@ class CandidateSet:
         return out
 
 
-def _count_outside(conn: sa.Connection, scope: Scope, conversation_id: str, segments: list[LineageSegment]) -> dict[str, int]:
-    from contextledger.store.sql import _segments_clause
-
-    out: dict[str, int] = {}
-    for name, table in (("message", S.messages), ("artifact", S.tool_artifacts), ("memory", S.tool_memories)):
-        n = conn.execute(
-            sa.select(sa.func.count()).where(
-                table.c.tenant_id == scope.tenant_id,
-                table.c.conversation_id == conversation_id,
-                sa.not_(_segments_clause(table, segments)),
-            )
-        ).scalar_one()
-        out[name] = int(n)
-    return out
-
-
 def collect_candidates(
     store: SqlStore,
     scope: Scope,
@@ -118,7 +106,9 @@ def collect_candidates(
             first_user = _first_user(store, scope, conversation_id, segments, conn)
             head = [m for m in head if m.seq < window_start] + ([first_user] if first_user and first_user.seq < window_start else [])
         in_window_ids = [m.id for m in window]
-        calls = store.tool_calls(scope, conversation_id, segments, message_ids=in_window_ids, conn=conn) if in_window_ids else []
+        # by message id / call id the rows are found through their own indexes; they lie on
+        # the branch of their message or call, so the lineage holds them (checked in Python)
+        calls = _in_lineage(store.tool_calls(scope, conversation_id, message_ids=in_window_ids, conn=conn), segments) if in_window_ids else []
         recovery = store.tool_calls(
             scope, conversation_id, segments,
             statuses=[ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.FAILED],
@@ -130,14 +120,14 @@ def collect_candidates(
         extra_msg_ids = sorted({c.message_id for c in extra_calls} | {c.result_message_id for c in extra_calls if c.result_message_id})
         extra_msgs = store.messages(scope, conversation_id, segments, ids=extra_msg_ids, conn=conn) if extra_msg_ids else []
         if extra_msgs:
-            siblings = store.tool_calls(scope, conversation_id, segments, message_ids=[m.id for m in extra_msgs], conn=conn)
+            siblings = _in_lineage(store.tool_calls(scope, conversation_id, message_ids=[m.id for m in extra_msgs], conn=conn), segments)
             extra_calls = [c for c in siblings if c.id not in known]
             result_ids = sorted({c.result_message_id for c in extra_calls if c.result_message_id} - set(extra_msg_ids))
             if result_ids:
                 extra_msgs += store.messages(scope, conversation_id, segments, ids=result_ids, conn=conn)
         all_calls = sorted(calls + extra_calls, key=lambda c: (c.seq, c.call_index))
         call_ids = [c.call_id for c in all_calls]
-        artifacts = {a.call_id: a for a in store.artifacts(scope, conversation_id, segments, call_ids=call_ids, conn=conn)} if call_ids else {}
+        artifacts = {a.call_id: a for a in _in_lineage(store.artifacts(scope, conversation_id, call_ids=call_ids, conn=conn), segments)} if call_ids else {}
         memories = store.memories(scope, conversation_id, segments, last=max_candidates, conn=conn)
         have = {m.id for m in memories}
         art_ids = {a.id for a in artifacts.values()}
@@ -150,7 +140,7 @@ def collect_candidates(
         participants = store.participants(scope, conversation_id, conn)
         skills = store.skill_states(scope, conversation_id, segments, conn)
         checkpoints = store.checkpoints(scope, conversation_id, segments, conn)
-        outside = _count_outside(conn, scope, conversation_id, segments)
+        outside = store.outside_lineage_counts(scope, conversation_id, segments, conn)
         compactions = store.messages(scope, conversation_id, segments, kinds=["compaction"], last=8, conn=conn)
         ours = [m for m in compactions if m.metadata.get("handoff_format") and isinstance(m.metadata.get("covers"), dict)]
         compaction = ours[-1] if ours else None
@@ -175,15 +165,33 @@ def collect_candidates(
     )
 
 
+_R = TypeVar("_R", ToolCall, ToolArtifact)
+
+
+def _in_lineage(rows: list[_R], segments: list[LineageSegment]) -> list[_R]:
+    return [r for r in rows if in_lineage(segments, r.branch_id, r.seq)]
+
+
 def _first_user(store: SqlStore, scope: Scope, conversation_id: str, segments: list[LineageSegment], conn: sa.Connection) -> Message | None:
+    """The lineage's first user chat message: the first of each segment (one ``LIMIT 1``
+    probe of ``ix_messages_role`` per segment), then the lowest seq."""
     from contextledger.store.sql import _segments_clause
 
     t = S.messages
-    row = conn.execute(
-        sa.select(t.c.body)
-        .where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, _segments_clause(t, segments))
-        .where(t.c.role == Role.USER.value, t.c.kind == "chat")
-        .order_by(t.c.seq)
-        .limit(1)
-    ).first()
-    return Message.model_validate(row.body) if row else None
+    best: Message | None = None
+    for seg in segments:
+        row = conn.execute(
+            sa.select(t.c.body)
+            .where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, _segments_clause(t, [seg]))
+            # ``kind || ''``: not indexable, so the probe goes through ix_messages_role
+            # (role, branch, seq) and stops at the first user row; ix_messages_kind
+            # (kind = chat, most rows) would walk the branch's chat rows to the first user one
+            .where(t.c.role == Role.USER.value, t.c.kind.concat("") == "chat")
+            .order_by(t.c.seq)
+            .limit(1)
+        ).first()
+        if row is not None:
+            m = Message.model_validate(row.body)
+            if best is None or m.seq < best.seq:
+                best = m
+    return best

@@ -512,13 +512,14 @@ class Recorder:
         ids = [s.call_id for s in specs]
         if len(set(ids)) != len(ids):
             raise InputError(f"duplicate call ids in one turn: {ids}")
-        existing = self.store.tool_calls(self.scope, conversation_id, call_ids=ids) if ids else []
+        with self.store.reader() as c:  # one read transaction for both look-ups
+            existing = self.store.tool_calls(self.scope, conversation_id, call_ids=ids, conn=c) if ids else []
+            conv = self.store.get_conversation(self.scope, conversation_id, c)
         if existing and len(existing) == len(ids):
             msgs = self.store.messages(self.scope, conversation_id, ids=[existing[0].message_id])
             return msgs[0], existing
         if existing:
             raise InputError(f"call ids already recorded in another turn: {[c.call_id for c in existing]}")
-        conv = self.store.get_conversation(self.scope, conversation_id)
         parts: list[Part] = []
         if text:
             parts.append(TextPart(text=text))
@@ -589,8 +590,9 @@ class Recorder:
             InputError: the call already has a result (idempotent re-recording of the
                 same bytes returns the existing records instead).
         """
-        conv = self.store.get_conversation(self.scope, conversation_id)
-        call = self.store.get_tool_call(self.scope, conversation_id, call_id)
+        with self.store.reader() as c:  # one read transaction for both look-ups
+            conv = self.store.get_conversation(self.scope, conversation_id, c)
+            call = self.store.get_tool_call(self.scope, conversation_id, call_id, c)
         raw = result if isinstance(result, bytes) else result.encode("utf-8")
         if call.status not in (ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL):
             arts = self.store.artifacts(self.scope, conversation_id, call_ids=[call_id])

@@ -101,8 +101,12 @@ messages = sa.Table(
     _body(),
     sa.Index("ix_messages_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
     sa.Index("ux_messages_content_key", "tenant_id", "conversation_id", "content_key", unique=True),
-    # system/developer messages and the first user message outside the recent window
-    sa.Index("ix_messages_role", "tenant_id", "conversation_id", "role", "seq"),
+    # system/developer messages and the first user message outside the recent window;
+    # branch_id before seq: with a one-branch lineage the index matches four equalities,
+    # so SQLite (no statistics) prefers it to the lineage range (docs/query-plans.md)
+    sa.Index("ix_messages_role", "tenant_id", "conversation_id", "role", "branch_id", "seq"),
+    # the newest compaction messages of a lineage (kind = 'compaction')
+    sa.Index("ix_messages_kind", "tenant_id", "conversation_id", "kind", "branch_id", "seq"),
     # messages by id within a conversation (the exchanges of out-of-window recovery calls)
     sa.Index("ix_messages_id", "tenant_id", "conversation_id", "id"),
 )
@@ -135,7 +139,7 @@ tool_calls = sa.Table(
     _body(),
     sa.Index("ux_tool_calls_call_id", "tenant_id", "conversation_id", "call_id", unique=True),
     sa.Index("ix_tool_calls_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
-    sa.Index("ix_tool_calls_status", "tenant_id", "conversation_id", "status"),
+    sa.Index("ix_tool_calls_status", "tenant_id", "conversation_id", "status", "branch_id", "seq"),
     # the calls of the messages in the recent window
     sa.Index("ix_tool_calls_message", "tenant_id", "conversation_id", "message_id"),
 )
@@ -244,6 +248,41 @@ policy_decisions = sa.Table(
     _body(),
     sa.Index("ix_policy_decisions_conv", "tenant_id", "conversation_id"),
     sa.Index("ix_policy_decisions_record", "tenant_id", "record_id"),
+)
+
+def _count(name: str) -> sa.Column[int]:
+    return sa.Column(name, sa.BigInteger, nullable=False, server_default="0")
+
+
+branch_counters = sa.Table(
+    "branch_counters",
+    metadata,
+    # One row per branch, maintained by the store's Writer in the transaction that inserts
+    # the counted rows (docs/query-plans.md, "Lineage counters").  ``messages`` …
+    # ``memories``: the branch's own rows; ``inherited_*``: the rows of its ancestors up to
+    # each fork point (the lineage minus the branch itself).  Seqs are message seqs.
+    # ``max_child_fork_seq``: the highest fork point of a direct child (a row inserted
+    # later on this branch at or below it is propagated to the descendants' inherited
+    # counts).
+    sa.Column("branch_id", sa.String(64), primary_key=True),
+    _tenant(),
+    _conv(),
+    _count("messages"),
+    _count("message_tokens"),
+    sa.Column("min_seq", sa.BigInteger),
+    sa.Column("max_seq", sa.BigInteger),
+    _count("artifacts"),
+    _count("artifact_tokens"),
+    _count("memories"),
+    _count("inherited_messages"),
+    _count("inherited_message_tokens"),
+    sa.Column("inherited_min_seq", sa.BigInteger),
+    sa.Column("inherited_max_seq", sa.BigInteger),
+    _count("inherited_artifacts"),
+    _count("inherited_artifact_tokens"),
+    _count("inherited_memories"),
+    sa.Column("max_child_fork_seq", sa.BigInteger),
+    sa.Index("ix_branch_counters_conv", "tenant_id", "conversation_id"),
 )
 
 TABLES = {t.name: t for t in metadata.sorted_tables}

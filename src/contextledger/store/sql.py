@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,6 +38,7 @@ from contextledger.records.models import (
     ToolCall,
     ToolMemory,
 )
+from contextledger.store import counters as K
 from contextledger.store import schema as S
 from contextledger.store.base import CAPABILITIES, LineageSegment, Scope, require_scope
 from contextledger.store.blobs import BlobStore
@@ -95,6 +97,49 @@ def _newest_per_segment(
     return sa.select(union.c.body).order_by(*(union.c[c.name].desc() for c in order)).limit(last)
 
 
+@cache
+def _insert_statement(table: sa.Table) -> sa.Insert:
+    return table.insert()
+
+
+@cache
+def _insert_ignore_statement(dialect: str, table: sa.Table) -> Any:
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing().returning(table.c.id)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table).on_conflict_do_nothing().returning(table.c.id)
+
+
+@cache
+def _update_statement(table: sa.Table) -> sa.Update:
+    """``UPDATE table SET <the parameters' columns> WHERE id = :p_id AND tenant_id = :p_tenant RETURNING id``."""
+    return (
+        table.update()
+        .where(table.c.id == sa.bindparam("p_id"), table.c.tenant_id == sa.bindparam("p_tenant"))
+        .returning(table.c.id)
+    )
+
+
+@cache
+def _allocate_statement() -> sa.Update:
+    t = S.conversations
+    return (
+        t.update()
+        .where(t.c.id == sa.bindparam("p_id"), t.c.tenant_id == sa.bindparam("p_tenant"))
+        .values(next_seq=t.c.next_seq + sa.bindparam("p_count", type_=sa.BigInteger))
+        .returning(t.c.next_seq)
+    )
+
+
+@cache
+def _conversation_exists_statement() -> sa.Select[Any]:
+    t = S.conversations
+    return sa.select(t.c.id).where(t.c.id == sa.bindparam("p_id"), t.c.tenant_id == sa.bindparam("p_tenant"))
+
+
 @dataclass(frozen=True, kw_only=True)
 class ConversationSummary:
     """A conversation with its record counts (``contextledger conversations``)."""
@@ -117,6 +162,9 @@ class Writer:
         self.conn = conn
         self.scope = require_scope(scope)
         self._conversations: set[str] = set()
+        self._pending: dict[str, K.Delta] = {}
+        self._locked: set[str] = set()
+        self._trees: dict[str, dict[str, K.BranchRow]] = {}
 
     # -- helpers -------------------------------------------------------------------
     def _check(self, record: Any) -> None:
@@ -138,10 +186,7 @@ class Writer:
         """
         if conversation_id in self._conversations:
             return
-        t = S.conversations
-        row = self.conn.execute(
-            sa.select(t.c.id).where(t.c.id == conversation_id, t.c.tenant_id == self.scope.tenant_id)
-        ).first()
+        row = self.conn.execute(_conversation_exists_statement(), {"p_id": conversation_id, "p_tenant": self.scope.tenant_id}).first()
         if row is None:
             raise NotFoundError("conversation", conversation_id)
         self._conversations.add(conversation_id)
@@ -159,23 +204,181 @@ class Writer:
             NotFoundError: no row ``record_id`` in this tenant (another tenant's row is
                 never touched).
         """
-        row = self.conn.execute(
-            table.update()
-            .where(table.c.id == record_id, table.c.tenant_id == self.scope.tenant_id)
-            .values(**values)
-            .returning(table.c.id)
-        ).first()
+        row = self.conn.execute(_update_statement(table), {"p_id": record_id, "p_tenant": self.scope.tenant_id, **values}).first()
         if row is None:
             raise NotFoundError(kind, record_id)
 
     def _insert(self, table: sa.Table, values: dict[str, Any], *, ignore_conflict: bool = False) -> bool:
+        # statements built once per table, values bound as parameters: SQLAlchemy reuses
+        # the compiled statement instead of building and hashing a new one per row
         if ignore_conflict:
             # RETURNING, not rowcount: psycopg reports rowcount -1 for a skipped
             # ``ON CONFLICT DO NOTHING``, which would read as "inserted".
-            stmt = self.store._insert_ignore(table).values(**values).returning(table.c.id)
-            return self.conn.execute(stmt).first() is not None
-        self.conn.execute(table.insert().values(**values))
+            return self.conn.execute(_insert_ignore_statement(self.store.dialect, table), values).first() is not None
+        self.conn.execute(_insert_statement(table), values)
         return True
+
+    # -- branch counters (store/counters.py) ---------------------------------------
+    def _count(self, conversation_id: str, branch_id: str, seq: int, kind: str, tokens: int) -> None:
+        delta = self._pending.get(branch_id)
+        if delta is None:
+            delta = self._pending[branch_id] = K.Delta(conversation_id)
+        delta.add(seq, kind, tokens)
+
+    def _lock_conversation(self, conversation_id: str) -> None:
+        """PostgreSQL: take the conversation's row lock (held to commit) before reading or
+        changing its counters, so they change under one writer at a time."""
+        if self.store.dialect != "postgresql" or conversation_id in self._locked:
+            return
+        t = S.conversations
+        self.conn.execute(
+            sa.select(t.c.id).where(t.c.id == conversation_id, t.c.tenant_id == self.scope.tenant_id).with_for_update()
+        )
+        self._locked.add(conversation_id)
+
+    def _tree(self, conversation_id: str) -> dict[str, K.BranchRow]:
+        tree = self._trees.get(conversation_id)
+        if tree is None:
+            t = S.branches
+            rows = self.conn.execute(
+                sa.select(t.c.id, t.c.parent_branch_id, t.c.fork_seq).where(
+                    t.c.tenant_id == self.scope.tenant_id, t.c.conversation_id == conversation_id
+                )
+            ).all()
+            tree = {r.id: K.BranchRow(r.id, r.parent_branch_id, None if r.fork_seq is None else int(r.fork_seq)) for r in rows}
+            self._trees[conversation_id] = tree
+        return tree
+
+    def flush_counters(self) -> None:
+        """Apply the counts of the rows inserted so far to ``branch_counters`` (called
+        before commit, before a fork reads them and before a lineage total is read inside
+        this transaction)."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        for conv in sorted({d.conversation_id for d in pending.values()}):
+            self._lock_conversation(conv)
+        tenant = self.scope.tenant_id
+        for branch_id in sorted(pending):
+            delta = pending[branch_id]
+            row = self.conn.execute(K.bump_statement(""), K.bump_params(branch_id, tenant, delta.values)).first()
+            if row is None:  # no counters row (not expected): build it from the rows, pending ones included
+                max_child = self._create_counters(delta.conversation_id, branch_id)
+            else:
+                max_child = row.max_child_fork_seq
+            if max_child is not None:
+                late = [r for r in delta.rows if r[0] <= max_child]
+                if late:
+                    self._propagate(delta.conversation_id, branch_id, late)
+
+    def _propagate(self, conversation_id: str, branch_id: str, rows: Sequence[tuple[int, str, int]]) -> None:
+        """Add rows inserted on ``branch_id`` to the inherited counts of every branch whose
+        lineage includes them (rows at or below a fork point, inserted after the fork)."""
+        tree = self._tree(conversation_id)
+        for other in sorted(tree):
+            if other == branch_id:
+                continue
+            limit = next((lim for b, lim in K.lineage_walk(tree, other)[1:] if b == branch_id), -1)
+            if limit == -1:
+                continue
+            delta = K.Delta(conversation_id)
+            for seq, kind, tokens in rows:
+                if limit is None or seq <= limit:
+                    delta.add(seq, kind, tokens)
+            if delta.rows:
+                self.conn.execute(K.bump_statement("inherited_"), K.bump_params(other, self.scope.tenant_id, delta.values))
+
+    def _inherited(self, conversation_id: str, branch_id: str) -> dict[str, int | None]:
+        """Aggregates of ``branch_id``'s lineage without the branch itself, from the
+        parent's counters plus a range count of the parent's own rows up to the fork
+        point when the fork keeps the parent's older limits, else by a full count."""
+        tree = self._tree(conversation_id)
+        ancestors = K.lineage_walk(tree, branch_id)[1:]
+        if not ancestors:
+            return K.empty_aggregates()
+        parent_id, fork = ancestors[0]
+        tenant = self.scope.tenant_id
+        if fork is not None and K.lineage_walk(tree, parent_id)[1:] == ancestors[1:]:
+            row = self._counters_row(conversation_id, parent_id)
+            own = K.row_values(row, "")
+            out = K.row_values(row, "inherited_")
+            part = self._own_upto(conversation_id, parent_id, fork, own)
+            K.merge_aggregates(out, part)
+            return out
+
+        def clause(t: sa.Table) -> sa.ColumnElement[bool]:
+            return _segments_clause(t, [LineageSegment(branch_id=b, max_seq=lim) for b, lim in ancestors])
+
+        return K.aggregate(self.conn, tenant, conversation_id, clause)
+
+    def _own_upto(self, conversation_id: str, branch_id: str, fork: int, own: dict[str, int | None]) -> dict[str, int | None]:
+        """A branch's own aggregates restricted to ``seq <= fork``: counted directly or as
+        the whole minus the part above ``fork``, whichever range is nearer to an end."""
+        tenant = self.scope.tenant_id
+        lo, hi = own["min_seq"], own["max_seq"]
+        if hi is not None and lo is not None and hi - fork < fork - lo:
+            above = K.aggregate(self.conn, tenant, conversation_id, lambda t: sa.and_(t.c.branch_id == branch_id, t.c.seq > fork))
+            part = dict(own)
+            K.merge_aggregates(part, above, sign=-1)
+            if above["messages"]:
+                m = S.messages
+                part["max_seq"] = self.conn.execute(
+                    sa.select(sa.func.max(m.c.seq)).where(
+                        m.c.tenant_id == tenant, m.c.conversation_id == conversation_id, m.c.branch_id == branch_id, m.c.seq <= fork
+                    )
+                ).scalar_one()
+                if part["messages"] == 0:
+                    part["min_seq"] = None
+            return part
+        return K.aggregate(self.conn, tenant, conversation_id, lambda t: sa.and_(t.c.branch_id == branch_id, t.c.seq <= fork))
+
+    def rebuild_counters(self, conversation_id: str) -> None:
+        """Recompute every ``branch_counters`` row of a conversation from its rows (after
+        rows were written around the Writer, e.g. a bulk load with ``conn.execute``).
+        O(history) — a repair, never on the assembly path."""
+        self.flush_counters()
+        self._lock_conversation(conversation_id)
+        t = S.branch_counters
+        self.conn.execute(t.delete().where(t.c.tenant_id == self.scope.tenant_id, t.c.conversation_id == conversation_id))
+        self._trees.pop(conversation_id, None)
+        tree = self._tree(conversation_id)
+        done: set[str] = set()
+        for branch_id in sorted(tree):  # a parent's row is built on demand before its children's
+            if branch_id not in done and self.conn.execute(
+                sa.select(t.c.branch_id).where(t.c.branch_id == branch_id, t.c.tenant_id == self.scope.tenant_id)
+            ).first() is None:
+                self._create_counters(conversation_id, branch_id)
+            done.add(branch_id)
+
+    def _counters_row(self, conversation_id: str, branch_id: str) -> Any:
+        t = S.branch_counters
+        stmt = sa.select(t).where(t.c.branch_id == branch_id, t.c.tenant_id == self.scope.tenant_id)
+        row = self.conn.execute(stmt).first()
+        if row is None:
+            self._create_counters(conversation_id, branch_id)
+            row = self.conn.execute(stmt).one()
+        return row
+
+    def _create_counters(self, conversation_id: str, branch_id: str) -> int | None:
+        """Insert ``branch_id``'s counters row computed from the rows themselves; returns
+        its ``max_child_fork_seq``."""
+        tree = self._tree(conversation_id)
+        own = K.aggregate(self.conn, self.scope.tenant_id, conversation_id, lambda t: t.c.branch_id == branch_id)
+        inherited = self._inherited(conversation_id, branch_id) if branch_id in tree else K.empty_aggregates()
+        forks = [K.UNBOUNDED_FORK if b.fork_seq is None else b.fork_seq for b in tree.values() if b.parent_branch_id == branch_id]
+        max_child = max(forks) if forks else None
+        self.conn.execute(
+            S.branch_counters.insert(),
+            {
+                "branch_id": branch_id,
+                "tenant_id": self.scope.tenant_id,
+                "conversation_id": conversation_id,
+                **own,
+                **{f"inherited_{k}": v for k, v in inherited.items()},
+                "max_child_fork_seq": max_child,
+            },
+        )
+        return max_child
 
     # -- tenants, conversations, branches ------------------------------------------
     def ensure_tenant(self, name: str | None = None) -> Tenant:
@@ -224,31 +427,49 @@ class Writer:
         Raises:
             NotFoundError: no such conversation in scope.
         """
-        t = S.conversations
         row = self.conn.execute(
-            t.update()
-            .where(t.c.id == conversation_id, t.c.tenant_id == self.scope.tenant_id)
-            .values(next_seq=t.c.next_seq + count)
-            .returning(t.c.next_seq)
+            _allocate_statement(), {"p_id": conversation_id, "p_tenant": self.scope.tenant_id, "p_count": count}
         ).first()
         if row is None:
             raise NotFoundError("conversation", conversation_id)
         return int(row.next_seq) - count + 1
 
     def add_branch(self, branch: Branch) -> None:
-        """Insert a branch (fork without copying)."""
+        """Insert a branch (fork without copying) and its counters row: what it inherits
+        from its ancestors is computed now, from the parent's counters (store/counters.py)."""
         self._child(branch)
+        conv = branch.conversation_id
+        self.flush_counters()
+        self._lock_conversation(conv)
         self._insert(
             S.branches,
             {
                 "id": branch.id,
                 "tenant_id": branch.tenant_id,
-                "conversation_id": branch.conversation_id,
+                "conversation_id": conv,
                 "parent_branch_id": branch.parent_branch_id,
                 "fork_seq": branch.fork_seq,
                 "body": _body(branch),
             },
         )
+        self._trees.pop(conv, None)
+        inherited = self._inherited(conv, branch.id)
+        self.conn.execute(
+            S.branch_counters.insert(),
+            {
+                "branch_id": branch.id,
+                "tenant_id": branch.tenant_id,
+                "conversation_id": conv,
+                **{k: None if k.endswith("_seq") else 0 for k in K.AGGREGATES},
+                **{f"inherited_{k}": v for k, v in inherited.items()},
+                "max_child_fork_seq": None,
+            },
+        )
+        if branch.parent_branch_id is not None:
+            fork = K.UNBOUNDED_FORK if branch.fork_seq is None else branch.fork_seq
+            params = {"p_branch": branch.parent_branch_id, "p_tenant": self.scope.tenant_id, "p_fork": fork}
+            if self.conn.execute(K.fork_statement(), params).first() is None and branch.parent_branch_id in self._tree(conv):
+                self._create_counters(conv, branch.parent_branch_id)
 
     def add_participant(self, p: Participant) -> None:
         """Insert a participant."""
@@ -262,7 +483,7 @@ class Writer:
     def add_message(self, m: Message) -> bool:
         """Insert a message; returns ``False`` when its ``content_key`` was already recorded."""
         self._child(m)
-        return self._insert(
+        inserted = self._insert(
             S.messages,
             {
                 "id": m.id,
@@ -280,6 +501,9 @@ class Writer:
             },
             ignore_conflict=m.content_key is not None,
         )
+        if inserted:
+            self._count(m.conversation_id, m.branch_id, m.seq, "message", m.token_count)
+        return inserted
 
     def add_model_run(self, run: ModelRun) -> None:
         """Insert a model run."""
@@ -325,7 +549,7 @@ class Writer:
     def add_artifact(self, a: ToolArtifact) -> bool:
         """Insert a tool artifact; ``False`` when one for the same ``call_id`` exists."""
         self._child(a)
-        return self._insert(
+        inserted = self._insert(
             S.tool_artifacts,
             {
                 "id": a.id,
@@ -347,6 +571,9 @@ class Writer:
             },
             ignore_conflict=True,
         )
+        if inserted:
+            self._count(a.conversation_id, a.branch_id, a.seq, "artifact", a.result_tokens)
+        return inserted
 
     def update_artifact(self, a: ToolArtifact) -> None:
         """Replace an artifact's body (status, visibility, retention)."""
@@ -357,8 +584,6 @@ class Writer:
 
     def _memory_values(self, m: ToolMemory) -> dict[str, Any]:
         return {
-            "branch_id": m.branch_id,
-            "seq": m.seq,
             "artifact_id": m.source_artifact_ids[0] if m.source_artifact_ids else None,
             "subject_key": m.subject_key,
             "resolution_state": m.resolution_state.value,
@@ -373,13 +598,31 @@ class Writer:
         self._child(m)
         self._insert(
             S.tool_memories,
-            {"id": m.id, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, **self._memory_values(m)},
+            {"id": m.id, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, "branch_id": m.branch_id, "seq": m.seq, **self._memory_values(m)},
         )
+        self._count(m.conversation_id, m.branch_id, m.seq, "memory", 0)
 
     def update_memory(self, m: ToolMemory) -> None:
-        """Replace a memory (links, resolution state, repair attempts)."""
+        """Replace a memory (links, resolution state, repair attempts).  Its branch and
+        seq are its place in the lineage and never change.
+
+        Raises:
+            NotFoundError: no such memory in the writer's tenant.
+            InputError: ``m`` names another branch or seq than the stored memory.
+        """
         self._check(m)
-        self._update(S.tool_memories, m.id, "memory", self._memory_values(m))
+        t = S.tool_memories
+        row = self.conn.execute(
+            t.update()
+            .where(t.c.id == m.id, t.c.tenant_id == self.scope.tenant_id, t.c.branch_id == m.branch_id, t.c.seq == m.seq)
+            .values(**self._memory_values(m))
+            .returning(t.c.id)
+        ).first()
+        if row is None:
+            found = self.conn.execute(sa.select(t.c.id).where(t.c.id == m.id, t.c.tenant_id == self.scope.tenant_id)).first()
+            if found is None:
+                raise NotFoundError("memory", m.id)
+            raise InputError(f"memory {m.id}: branch_id and seq cannot change")
 
     def add_skill_state(self, s: SkillState) -> None:
         """Insert a skill state snapshot."""
@@ -517,9 +760,11 @@ class SqlStore:
                 time.sleep(min(0.05 * 2**attempt, 1.0))
                 continue
             break
-        conn.info[_WRITER_FLAG] = True
+        writer = Writer(self, conn, scope)
+        conn.info[_WRITER_FLAG] = writer
         try:
-            yield Writer(self, conn, scope)
+            yield writer
+            writer.flush_counters()
             if self.dialect == "sqlite":
                 conn.exec_driver_sql("COMMIT")
             else:
@@ -692,21 +937,8 @@ class SqlStore:
                 rows = c.execute(stmt).all()
         else:
             rows = conn.execute(stmt).all()
-        by_id = {r.id: r for r in rows}
-        segments = [LineageSegment(branch_id=branch_id, max_seq=None)]
-        limit: int | None = None
-        current = by_id[branch_id]
-        seen = {branch_id}
-        while current.parent_branch_id is not None:
-            fork = current.fork_seq
-            limit = fork if limit is None or fork is None else min(limit, fork)
-            parent = by_id.get(current.parent_branch_id)
-            if parent is None or parent.id in seen:
-                break
-            seen.add(parent.id)
-            segments.append(LineageSegment(branch_id=parent.id, max_seq=limit))
-            current = parent
-        return segments
+        by_id = {r.id: K.BranchRow(r.id, r.parent_branch_id, None if r.fork_seq is None else int(r.fork_seq)) for r in rows}
+        return [LineageSegment(branch_id=b, max_seq=lim) for b, lim in K.lineage_walk(by_id, branch_id)]
 
     def participants(self, scope: Scope | None, conversation_id: str, conn: Connection | None = None) -> list[Participant]:
         """Every participant of a conversation, oldest first."""
@@ -756,34 +988,91 @@ class SqlStore:
             else:
                 stmt = stmt.order_by(t.c.seq.desc()).limit(last)
             return list(reversed(self._rows(stmt, Message, conn)))
+        if kinds is not None or roles is not None or ids is not None:
+            # a selective filter: no ORDER BY, so SQLite without statistics picks the
+            # filter's index over the lineage range (which would deliver seq order but
+            # read the whole branch); the few rows are sorted here
+            return sorted(self._rows(stmt, Message, conn), key=lambda m: m.seq)
         return self._rows(stmt.order_by(t.c.seq), Message, conn)
 
     def lineage_totals(
         self, scope: Scope | None, conversation_id: str, segments: Sequence[LineageSegment], conn: Connection | None = None
     ) -> dict[str, int]:
-        """Aggregates over a lineage without loading rows: ``messages``, ``message_tokens``,
-        ``artifacts``, ``artifact_tokens``, ``min_seq``, ``max_seq`` (tokens are cached
-        o200k counts)."""
+        """Aggregates over a lineage without reading its rows: ``messages``,
+        ``message_tokens``, ``artifacts``, ``artifact_tokens``, ``memories``, ``min_seq``,
+        ``max_seq`` (message seqs, 0 when there are none; tokens are the cached o200k
+        counts).
+
+        ``segments`` is a lineage as :meth:`lineage` returns it; the totals are read from
+        the ``branch_counters`` row of its first (active) branch — one indexed row,
+        whatever the history length.  Other segment lists are aggregated over the rows.
+        Inside a :meth:`writer` transaction the writer's pending counts are applied first.
+        """
         scope = require_scope(scope)
-        m, a = S.messages, S.tool_artifacts
-        q1 = sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(m.c.token_count), 0), sa.func.min(m.c.seq), sa.func.max(m.c.seq)).where(
-            m.c.tenant_id == scope.tenant_id, m.c.conversation_id == conversation_id, _segments_clause(m, segments)
-        )
-        q2 = sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(a.c.result_tokens), 0)).where(
-            a.c.tenant_id == scope.tenant_id, a.c.conversation_id == conversation_id, _segments_clause(a, segments)
-        )
 
         def run(c: Connection) -> dict[str, int]:
-            r1 = c.execute(q1).one()
-            r2 = c.execute(q2).one()
-            return {
-                "messages": int(r1[0]),
-                "message_tokens": int(r1[1]),
-                "min_seq": int(r1[2] or 0),
-                "max_seq": int(r1[3] or 0),
-                "artifacts": int(r2[0]),
-                "artifact_tokens": int(r2[1]),
-            }
+            w = c.info.get(_WRITER_FLAG)
+            if isinstance(w, Writer):
+                w.flush_counters()
+            totals = self._counter_totals(c, scope, conversation_id, segments)
+            if totals is None:
+                totals = K.aggregate(c, scope.tenant_id, conversation_id, lambda t: _segments_clause(t, segments))
+            return {k: int(v or 0) for k, v in totals.items()}
+
+        if conn is None:
+            with self.reader() as c:
+                return run(c)
+        return run(conn)
+
+    def _counter_totals(
+        self, conn: Connection, scope: Scope, conversation_id: str, segments: Sequence[LineageSegment]
+    ) -> dict[str, int | None] | None:
+        """Own + inherited counters of the lineage's active branch (``None`` when
+        ``segments`` does not start with a whole branch or the row is missing)."""
+        if not segments or segments[0].max_seq is not None:
+            return None
+        t = S.branch_counters
+        row = conn.execute(
+            sa.select(t).where(
+                t.c.branch_id == segments[0].branch_id, t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id
+            )
+        ).first()
+        if row is None:
+            return None
+        totals = K.row_values(row, "")
+        K.merge_aggregates(totals, K.row_values(row, "inherited_"))
+        return totals
+
+    def outside_lineage_counts(
+        self, scope: Scope | None, conversation_id: str, segments: Sequence[LineageSegment], conn: Connection | None = None
+    ) -> dict[str, int]:
+        """How many messages, artifacts and memories of the conversation lie outside the
+        lineage (``{"message": n, "artifact": n, "memory": n}``): the conversation's
+        counters summed over its branches minus the lineage totals — O(branches), not
+        O(history).  Falls back to counting rows when a counters row is missing."""
+        scope = require_scope(scope)
+
+        def run(c: Connection) -> dict[str, int]:
+            w = c.info.get(_WRITER_FLAG)
+            if isinstance(w, Writer):
+                w.flush_counters()
+            inside = self._counter_totals(c, scope, conversation_id, segments)
+            if inside is not None:
+                t = S.branch_counters
+                row = c.execute(
+                    sa.select(
+                        sa.func.coalesce(sa.func.sum(t.c.messages), 0),
+                        sa.func.coalesce(sa.func.sum(t.c.artifacts), 0),
+                        sa.func.coalesce(sa.func.sum(t.c.memories), 0),
+                    ).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+                ).one()
+                return {
+                    "message": int(row[0]) - int(inside["messages"] or 0),
+                    "artifact": int(row[1]) - int(inside["artifacts"] or 0),
+                    "memory": int(row[2]) - int(inside["memories"] or 0),
+                }
+            out = K.aggregate(c, scope.tenant_id, conversation_id, lambda t: sa.not_(_segments_clause(t, segments)))
+            return {"message": int(out["messages"] or 0), "artifact": int(out["artifacts"] or 0), "memory": int(out["memories"] or 0)}
 
         if conn is None:
             with self.reader() as c:
@@ -813,8 +1102,10 @@ class SqlStore:
             stmt = stmt.where(t.c.message_id.in_(list(message_ids)))
         if call_ids is not None:
             stmt = stmt.where(t.c.call_id.in_(list(call_ids)))
-        rows = self._rows(stmt.order_by(t.c.seq), ToolCall, conn)
-        return sorted(rows, key=lambda c: (c.seq, c.call_index))
+        if statuses is None and message_ids is None and call_ids is None:
+            stmt = stmt.order_by(t.c.seq)
+        # with a filter, no ORDER BY (see ``messages``): sorted here
+        return sorted(self._rows(stmt, ToolCall, conn), key=lambda c: (c.seq, c.call_index))
 
     def get_tool_call(self, scope: Scope | None, conversation_id: str, call_id: str, conn: Connection | None = None) -> ToolCall:
         """The tool call with provider id ``call_id``.
@@ -847,7 +1138,9 @@ class SqlStore:
             stmt = stmt.where(t.c.id.in_(list(ids)))
         if call_ids is not None:
             stmt = stmt.where(t.c.call_id.in_(list(call_ids)))
-        return self._rows(stmt.order_by(t.c.seq), ToolArtifact, conn)
+        if ids is None and call_ids is None:
+            return self._rows(stmt.order_by(t.c.seq), ToolArtifact, conn)
+        return sorted(self._rows(stmt, ToolArtifact, conn), key=lambda a: a.seq)
 
     def get_artifact(self, scope: Scope | None, artifact_id: str, conn: Connection | None = None) -> ToolArtifact:
         """The artifact ``artifact_id`` (any conversation of the tenant).
@@ -930,7 +1223,10 @@ class SqlStore:
             else:
                 stmt = stmt.order_by(t.c.seq.desc(), t.c.id.desc()).limit(last)
             return sorted(self._rows(stmt, ToolMemory, conn), key=lambda m: (m.seq, m.id))
-        return sorted(self._rows(stmt.order_by(t.c.seq), ToolMemory, conn), key=lambda m: (m.seq, m.id))
+        if ids is None and subject_keys is None and subject_prefix is None and artifact_ids is None:
+            stmt = stmt.order_by(t.c.seq)
+        # with a filter, no ORDER BY (see ``messages``): sorted here
+        return sorted(self._rows(stmt, ToolMemory, conn), key=lambda m: (m.seq, m.id))
 
     def get_memory(self, scope: Scope | None, memory_id: str) -> ToolMemory:
         """The memory ``memory_id``.
