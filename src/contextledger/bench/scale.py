@@ -10,7 +10,8 @@ budget, fixed ``now``, not persisted, ``replay="estimate"`` — the exact replay
 10⁵-artifact history would dominate the measurement, so scale rows are labelled
 ``replay_estimated``) and p50/p95/p99 latency (ms) are taken, plus the peak of Python
 allocations during one extra assembly (``tracemalloc``, bytes) and the size of the
-bounded candidate set (messages).
+bounded candidate set (messages).  On PostgreSQL the history is ``ANALYZE``d before
+timing (planner statistics, as autovacuum provides on a running server).
 
 Recording throughput (artifacts/s) is the wall time of recording the ``n`` inline
 results (payload ≈ 600 bytes); the blob variant records ``min(n, 1000)`` results of
@@ -133,6 +134,13 @@ def _pct(values: Sequence[float], q: float) -> float:
 def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_records: int | None = None) -> ScalePoint:
     """Record ``n`` artifacts into ``ledger`` and measure (see module docstring)."""
     conv_id, seconds = build_history(ledger, n)
+    if ledger.store.dialect == "postgresql":
+        # planner statistics for the new rows (what autovacuum's analyze gives a server
+        # that has run a while); without them PostgreSQL guesses one row per table and
+        # picks the (tenant, conversation) prefix of any index.  SQLite runs without
+        # statistics, as an embedded ledger does.
+        with ledger.store.engine.connect() as c:
+            c.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
     now = _T0 + timedelta(days=1)
     times: list[float] = []
     res = None
