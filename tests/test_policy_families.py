@@ -103,7 +103,7 @@ def test_supersession_drops_old_keeps_successor_never_inverted(led: Ledger) -> N
     res = led.assemble(conv.id, policy=pol, budget_tokens=900, now=T0 + timedelta(minutes=2))
     body = text_of(res.payload)
     assert "NEW-RUN" in body and "OLD-RUN" not in body
-    assert res.record.omitted["superseded"] == 1
+    assert res.record.omitted["superseded"] == 2  # the old memory and its raw result
 
 
 def test_recovery_pending_call_is_kept_with_its_id_and_never_given_a_result(led: Ledger) -> None:

@@ -48,6 +48,7 @@ from contextledger.assembly.render import (
 from contextledger.assembly.units import Unit, build_units
 from contextledger.errors import InputError, NotFoundError
 from contextledger.ids import new_id
+from contextledger.memory.terms import memory_terms, query_terms
 from contextledger.policy.authority import resolve_authority
 from contextledger.policy.rules import Rule
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
@@ -56,6 +57,7 @@ from contextledger.records.enums import (
     OmissionReason,
     PolicyFamily,
     PromotionPolicy,
+    ResolutionState,
     Role,
     RuntimeKind,
     Shape,
@@ -158,6 +160,7 @@ class _Piece:
     extra_refs: tuple[str, ...] = ()
     memory: ToolMemory | None = None
     task_statement: bool = False
+    working_set: bool = False
 
 
 class Assembler:
@@ -216,7 +219,9 @@ class Assembler:
         rules, rule_conflicts = self._rules(cands, ev)
         system = system_blocks(cands.messages, rules)
         tools = self._tool_schemas(cands, viewer)
-        pieces, retrieval = self._pieces(cands, units, ev, now, budget)
+        ws = self.policy.working_set
+        files = self.store.memories(scope, conversation_id, cands.segments, subject_prefix="file:", last=4 * ws.max_files) if ws.max_files and ws.max_share else []
+        pieces, retrieval = self._pieces(cands, units, ev, now, budget, files)
         request, selected, rehydrated = self._select(system, tools, pieces, retrieval, ev, budget, provider, scope, count_payload_tokens, serialize)
         t2 = time.perf_counter()
         payload = serialize(provider, request, resolve_blob=self._resolve_blob)
@@ -389,7 +394,7 @@ class Assembler:
         return tuple(schemas[k] for k in sorted(schemas))
 
     # ------------------------------------------------------------------------------------
-    def _pieces(self, cands: CandidateSet, units: list[Unit], ev: Evaluator, now: datetime, budget: int) -> tuple[list[_Piece], list[_Piece]]:
+    def _pieces(self, cands: CandidateSet, units: list[Unit], ev: Evaluator, now: datetime, budget: int, files: list[ToolMemory]) -> tuple[list[_Piece], list[_Piece]]:
         """Render every unit (raw for the tail, shaped before it) and the retrieval notes."""
         visible_units: list[Unit] = []
         comp = cands.compaction
@@ -422,7 +427,10 @@ class Assembler:
         turn_starts = [i for i, u in enumerate(visible_units) if u.is_turn_start]
         k = self.policy.recent_tail.min_turns
         tail_start = turn_starts[-k] if len(turn_starts) >= k and k > 0 else 0
-        first_user = turn_starts[0] if turn_starts else None
+        # the task statement: the first user turn that is not a scaffold demonstration
+        # (SWE-agent's ``is_demo`` example trajectory is older context, not the task)
+        tasks = [i for i in turn_starts if not visible_units[i].messages[0].metadata.get("is_demo")]
+        first_user = tasks[0] if tasks else (turn_starts[0] if turn_starts else None)
         current = turn_starts[-1] if turn_starts else None
         protected = ev.recovery.protected(visible_units)
         cap = int(self.policy.recent_tail.max_share * budget)
@@ -468,6 +476,9 @@ class Assembler:
             refs = tuple(x.id for x in (ckpt, skill) if x is not None)
             msg = WireMessage(role="user", parts=(TextPart(text=state),), ref=refs[0])
             pieces.append(_Piece(unit=None, messages=[msg], cost=self._cost([msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 0), extra_refs=refs))
+        working_set = self._working_set(files, ev, budget)
+        if working_set is not None:
+            pieces.append(working_set)
         retrieval: list[_Piece] = []
         for mem in cands.memories:
             if mem.id in in_view_memories or ev.is_omitted(mem.id):
@@ -482,6 +493,67 @@ class Assembler:
             retrieval.append(_Piece(unit=None, messages=[], cost=self.tok.count(msg_line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 0), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem))
             retrieval[-1].messages = [WireMessage(role="user", parts=(TextPart(text=msg_line),), ref=mem.id)]
         return pieces, retrieval
+
+    def _working_set(self, files: list[ToolMemory], ev: Evaluator, budget: int) -> _Piece | None:
+        """The working-set block (policy ``[working_set]``): one line per file read or
+        edited on the lineage, newest first, ``- <path> (edited | read | read, changed
+        since)``, within ``max_files`` and ``max_share × budget`` tokens; files beyond
+        are counted in a last line.  ``files`` are file memories (``subject_key``
+        ``file:<path>``); memories the viewer may not see are skipped.  Paths come from
+        tool calls, so the block is ledger data (opened by the data banner).  ``None``
+        when there is nothing to list."""
+        cfg = self.policy.working_set
+        latest: dict[str, tuple[str, str, datetime]] = {}
+        for m in sorted(files, key=lambda m: (m.seq, m.id), reverse=True):
+            if not m.subject_key or not m.subject_key.startswith("file:") or not ev.memory_visible(m):
+                continue
+            path = m.subject_key[5:]
+            if not path or path in latest:
+                continue
+            kind = str(m.payload.get("kind") or m.payload.get("extractor") or "")
+            if kind in ("file_write", "generated_file"):
+                state = "edited"
+            elif m.resolution_state is ResolutionState.STALE:
+                state = "read, changed since"
+            else:
+                state = "read"
+            latest[path] = (state, m.id, m.observed_at)
+        if not latest:
+            return None
+        # newest observation first, then path: parallel results that completed in another
+        # order (same observation time) list the same way (seed 000 §5.6 determinism)
+        ordered = sorted(latest.items(), key=lambda kv: (-kv[1][2].timestamp(), kv[0]))
+        head = DATA_BANNER + "\nfiles read or edited on this branch (newest first):"
+        cap = int(cfg.max_share * budget)
+        used = self.tok.count(head) + 4
+        lines: list[str] = []
+        refs: list[str] = []
+        for path, (state, mem_id, _) in ordered:
+            line = f"- {path} ({state})"
+            cost = self.tok.count(line) + 1
+            if len(lines) >= cfg.max_files or used + cost > cap:
+                break
+            lines.append(line)
+            refs.append(mem_id)
+            used += cost
+        if not lines:
+            return None
+        if len(latest) > len(lines):
+            lines.append(f"- … {len(latest) - len(lines)} older files in the ledger")
+        msg = WireMessage(role="user", parts=(TextPart(text=head + "\n" + "\n".join(lines)),), ref=refs[0])
+        piece = _Piece(unit=None, messages=[msg], cost=self._cost([msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 1), extra_refs=tuple(refs))
+        piece.working_set = True
+        return piece
+
+    def _drop_working_set(self, chosen: list[_Piece], ev: Evaluator) -> bool:
+        """Last resort: the working-set list gives way (recorded on its first memory)."""
+        for p in chosen:
+            if p.working_set:
+                chosen.remove(p)
+                if p.extra_refs:
+                    ev.omit_record(p.extra_refs[0], "memory", OmissionReason.BUDGET, "mandatory content alone exceeds the budget: the working-set list gives way")
+                return True
+        return False
 
     def _drop_duplicates(self, units: list[Unit], ev: Evaluator, protected: set[str]) -> list[Unit]:
         """An exchange repeated verbatim later (same tools, arguments and result bytes)
@@ -605,10 +677,11 @@ class Assembler:
         view (extract / stale marker / restricted summary / reference)."""
         limit = ev.tool_max_bytes(c.tool_name)
         raw_ok, reason = ev.raw_allowed(art)
-        # a superseded result is never shown raw, not even in the recent tail: the model
-        # would read an outdated observation beside its successor (seed 000 §4.8); the
-        # exchange keeps a reference to the successor
-        superseded = mem is not None and ev.conflict.check(mem) is not None
+        # a superseded result, or a file read whose file was written later, is never
+        # shown raw, not even in the recent tail: the model would read an outdated
+        # observation as current (seed 000 §4.7-4.8; seed 001 §5: the pre-edit read is
+        # stale after the edit); the exchange keeps the marker and its successor
+        superseded = mem is not None and (ev.conflict.check(mem) is not None or mem.resolution_state is ResolutionState.STALE)
         if superseded:
             raw = False
         if not raw and not superseded and raw_ok and mem is not None and art.inline_text is not None and art.size_bytes <= limit:
@@ -621,7 +694,10 @@ class Assembler:
             prefix = view.raw_prefix if view is not None else ""
             ev.include(art.id, "artifact", Shape.RAW, "raw")
             return prefix + art.inline_text, Shape.RAW, True, view
-        if raw and not raw_ok:
+        if superseded and mem is not None:
+            why = f"superseded by {mem.superseded_by}" if mem.superseded_by else "the file changed later"
+            ev.shape_record(art.id, "artifact", Shape.REFERENCE, OmissionReason.SUPERSEDED if mem.superseded_by else OmissionReason.STALE, f"{why}: the raw result is outdated")
+        elif raw and not raw_ok:
             ev.omit_record(art.id, "artifact", reason, "raw payload withheld; safe summary shown")
         elif raw and art.size_bytes > limit:
             ev.shape_record(art.id, "artifact", Shape.REFERENCE, OmissionReason.REPLACED_BY_MEMORY, f"{art.size_bytes} bytes above the {limit}-byte tool output limit")
@@ -679,7 +755,17 @@ class Assembler:
         self._dropped_chat: list[_Piece] = []
         current = max((p for p in pieces if p.mandatory and p.unit is not None and p.unit.is_turn_start), key=lambda p: p.order, default=None)
         terms = query_terms(" ".join(_first_text(m) for m in current.messages)) if current is not None else frozenset()
-        self._evict_key = lambda n: _eviction_key(n, terms)
+        keys: dict[tuple[str, tuple[int, int]], tuple[int, int, int, tuple[int, int]]] = {}
+
+        def evict_key(n: _Piece) -> tuple[int, int, int, tuple[int, int]]:
+            # constant for a line during one selection: computed once (terms are a regex pass)
+            k = (n.memory_ids[0] if n.memory_ids else "", n.order)
+            v = keys.get(k)
+            if v is None:
+                v = keys[k] = _eviction_key(n, terms)
+            return v
+
+        self._evict_key = evict_key
         notes = sorted(retrieval, key=lambda p: p.order)
         steps = [s.value for s in self.policy.budget.drop_order] + ["truncate"]
         large = max(64, self.policy.tool_output.max_tokens // 4)
@@ -782,7 +868,7 @@ class Assembler:
                 chosen.remove(p)
                 to_notes(p)
                 ev.omit_unit(p.unit, OmissionReason.BUDGET, "protected failure kept as an evidence line (error line kept) to fit the budget")  # type: ignore[arg-type]
-            elif not self._drop_task_statement(chosen, ev) and not self._last_resort(chosen, ev, over):
+            elif not self._drop_working_set(chosen, ev) and not self._drop_task_statement(chosen, ev) and not self._last_resort(chosen, ev, over):
                 sysb = self._truncate_system(sysb, over, ev)
             req = build(chosen, notes, sysb)
             total = exact(req)
@@ -969,11 +1055,16 @@ class Assembler:
         """
         trig = self.policy.rehydration.triggers
         current = next((p for p in sorted(chosen, key=lambda p: p.order, reverse=True) if p.unit is not None and p.unit.is_turn_start), None)
-        asked = current is not None and ev.rehydration.requested(" ".join(getattr(part, "text", "") for m in current.messages for part in m.parts))
+        asked_text = " ".join(getattr(part, "text", "") for m in current.messages for part in m.parts) if current is not None else ""
+        asked = current is not None and ev.rehydration.requested(asked_text)
         shaped = [p for p in sorted(chosen, key=lambda p: p.order, reverse=True) if p.unit is not None and p.memory_ids and p.unit.kind in ("exchange", "observation")]
         targets: list[_Piece] = []
-        if asked and shaped:
-            targets.append(shaped[0])
+        current_ones = [p for p in shaped if p.unit is not None and any(not _outdated(m) for m in p.unit.memories.values())]
+        if asked and current_ones:
+            # the exchange the request is about: most content words shared, then newest
+            terms = query_terms(asked_text)
+            best = max(current_ones, key=lambda p: (max((len(terms.intersection(memory_terms(m))) for m in p.unit.memories.values()), default=0) if p.unit is not None else 0, p.order))
+            targets.append(best)
         for p in shaped:
             u = p.unit
             assert u is not None
@@ -987,6 +1078,11 @@ class Assembler:
             for c in p.unit.calls if p.unit is not None else []:
                 art = p.unit.artifacts.get(c.call_id) if p.unit is not None else None
                 if art is None or art.id in p.raw_artifacts:
+                    continue
+                mem = p.unit.memories.get(art.id) if p.unit is not None else None
+                if mem is not None and _outdated(mem):
+                    # the exact bytes of an outdated observation are outdated too
+                    ev.refuse_rehydration(art.id, OmissionReason.SUPERSEDED if mem.superseded_by else OmissionReason.STALE)
                     continue
                 ok, reason = ev.raw_allowed(art)
                 refusal = ev.rehydration.check(art, None if ok else Verdict(family=PolicyFamily.PRIVACY, reason=reason, detail="raw payload not allowed"))
@@ -1064,23 +1160,9 @@ _FRESHNESS_RANK = {"volatile": 0, "session": 1, "time_bounded": 2, "durable": 3,
 _HANDLE = re.compile(r"\b(?:file_id|document_id|doc_id|attachment_id)\b")
 
 
-_WORD = re.compile(r"[a-z0-9]{3,}")
-_STOP = frozenset(
-    ["the", "and", "for", "are", "but", "not", "you", "your", "with", "this", "that", "what", "which", "who", "whom", "when", "where", "why", "how", "was", "were", "has", "have", "had", "can", "could", "should", "would", "will", "shall", "may", "might", "did", "does", "done", "now", "still", "its", "it's", "they", "them", "their", "there", "then", "than", "from", "into", "onto", "over", "also", "just", "only", "very", "any", "all", "some", "one", "two", "yes", "please", "tell", "show", "give", "make", "let", "get", "got"]
-)
-
-
-def query_terms(text: str) -> frozenset[str]:
-    """Content words of ``text`` (lower-cased runs of ≥ 3 letters/digits, common
-    function words dropped): what the current user input asks about."""
-    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
-
-
-def memory_terms(mem: ToolMemory) -> frozenset[str]:
-    """Words a memory can be found by: its summary, its tool name and the labels its
-    extractor recorded next to entity ids (``payload["ids"][*]["label"]``)."""
-    labels = " ".join(str(i.get("label") or "") for i in mem.payload.get("ids") or [] if isinstance(i, dict))
-    return query_terms(f"{mem.source_tool.replace('_', ' ')} {mem.summary.replace('_', ' ')} {labels}")
+def _outdated(mem: ToolMemory) -> bool:
+    """Superseded by a newer observation, or a file read whose file changed later."""
+    return mem.superseded_by is not None or mem.resolution_state in (ResolutionState.SUPERSEDED, ResolutionState.STALE)
 
 
 def _eviction_key(note: _Piece, terms: frozenset[str] = frozenset()) -> tuple[int, int, int, tuple[int, int]]:
@@ -1098,7 +1180,7 @@ def _eviction_key(note: _Piece, terms: frozenset[str] = frozenset()) -> tuple[in
         rank = 0  # search results are clues, not facts (seed 001 §6 problem 3)
     elif mem.payload.get("extractor") in ("generated_file", "file_write") or _HANDLE.search(mem.summary):
         rank = max(rank, _FRESHNESS_RANK["durable"])  # a file/document handle outlives observations
-    relevance = len(terms & memory_terms(mem)) if terms else 0
+    relevance = len(terms.intersection(memory_terms(mem))) if terms else 0
     return (rank, failed, relevance, note.order)
 
 

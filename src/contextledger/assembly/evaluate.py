@@ -279,6 +279,11 @@ class Evaluator:
         verdict = self.visibility.check(visibility, owner) or self.ownership.check(visibility, owner, shared)
         return verdict.reason if verdict else None
 
+    def memory_visible(self, mem: ToolMemory) -> bool:
+        """Whether the viewer may see ``mem`` (visibility scope and ownership); nothing
+        is recorded."""
+        return self._visible(mem.visibility_scope, mem.owner_participant_id, mem.shared_with_participants) is None
+
     @property
     def child_view(self) -> bool:
         """Assembling for a child subagent (narrow input, seed 001 §4 Boundary)."""
@@ -369,7 +374,13 @@ class Evaluator:
         if superseded is not None:
             self.omit_record(mem.id, "memory", superseded.reason, superseded.detail)
             if in_exchange:
-                return MemoryView(text=f"[superseded by {mem.superseded_by}: see the newer result]", shape=Shape.REFERENCE, raw_prefix=f"[superseded by {mem.superseded_by}]\n")
+                # a superseded failure keeps its one-line outcome (the error line): why
+                # the earlier attempt failed is history the retry builds on
+                outcome = ""
+                if mem.status.value == "failed":
+                    lines = [ln.strip() for ln in mem.summary.strip().splitlines()[:2] if ln.strip()]
+                    outcome = " " + " — ".join([tight_summary(lines[0]), *lines[1:]])[:240] if lines else ""
+                return MemoryView(text=f"[superseded by {mem.superseded_by}: see the newer result]{outcome}", shape=Shape.REFERENCE, raw_prefix=f"[superseded by {mem.superseded_by}]\n")
             return None
         private = self.privacy.check(mem.privacy_class)
         if private is not None:

@@ -12,7 +12,9 @@ document.
 are private, stale, superseded, restricted or raw-payload facts (issue "Prove it").  A
 ``must_not_see`` fact with ``outside_call_arguments=True`` is only a leak when it appears
 somewhere other than a tool call's arguments (a pre-edit line quoted in an edit call's
-``old_string`` is the edit itself, not stale content presented as current).
+``old_string`` is the edit itself, not stale content presented as current); one with
+``presented_as_content_of=path`` is only a leak where the payload presents that file's
+content (:func:`content_texts`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 from contextledger.tokens import get_tokenizer
 
-__all__ = ["Fact", "ProbeResult", "check_probes", "facts_tokens", "normalize", "payload_texts"]
+__all__ = ["Fact", "ProbeResult", "check_probes", "content_texts", "facts_tokens", "normalize", "payload_texts", "reads_path"]
 
 _WS = re.compile(r"\s+")
 
@@ -46,12 +48,19 @@ class Fact:
             call ids).
         outside_call_arguments: for ``must_not_see`` only — ignore occurrences inside
             tool-call arguments.
+        presented_as_content_of: for ``must_not_see`` only — a file path: the fact
+            counts only where the payload presents it as that file's content, i.e. in
+            the result of a read of the path (:func:`reads_path`) or in user/system text
+            (data blocks, observations of text-action agents); the model's own earlier
+            words, tool-call arguments and other tools' output (a test run's traceback,
+            an issue tracker quoting code) do not present the file.
     """
 
     text: str
     why: str = ""
     alternatives: tuple[str, ...] = field(default=())
     outside_call_arguments: bool = False
+    presented_as_content_of: str | None = None
 
     def spellings(self) -> tuple[str, ...]:
         """``text`` and its alternatives, normalized, empty ones dropped."""
@@ -142,13 +151,80 @@ def _decoded(arguments: str) -> str:
     return "\n".join(out)
 
 
+_READ_TOOLS = frozenset({"read", "view", "open", "cat", "read_file", "view_file", "open_file", "notebookread", "readfile"})
+_EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
+_SHELL_TOOLS = frozenset({"bash", "execute_bash", "shell", "run_shell_command", "terminal", "exec_command", "run_command"})
+_SHELL_READERS = frozenset({"cat", "head", "tail", "less", "more", "sed", "nl", "grep", "rg", "awk", "bat"})
+
+
+def reads_path(tool_name: str, arguments: str, path: str) -> bool:
+    """Whether a call reads file ``path``: its arguments name the path and it is a read
+    tool (``Read``, ``view``, ``open`` …), an editor ``view`` command, or a shell command
+    opening with a reader (``cat``, ``head``, ``tail``, ``sed``, ``grep`` …)."""
+    if path not in arguments:
+        return False
+    name = tool_name.lower()
+    if name in _READ_TOOLS:
+        return True
+    if name in _EDITOR_TOOLS:
+        return '"view"' in arguments.replace(" ", "")
+    if name in _SHELL_TOOLS:
+        words = _decoded(arguments).split()
+        return bool(words) and words[0].rsplit("/", 1)[-1] in _SHELL_READERS
+    return False
+
+
+def content_texts(payload: dict[str, Any], path: str) -> str:
+    """The normalized text of ``payload`` that presents file ``path``'s content: results
+    of calls that read it (:func:`reads_path`) and every system/user text that is not a
+    tool result; assistant text, tool-call arguments and other tools' results excluded.
+    Works for both wire shapes."""
+    out: list[str] = []
+    calls: dict[str, tuple[str, str]] = {}
+    for key, value in payload.items():
+        if key == "system":
+            _strings(value, out)
+    for message in payload.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function", {}) if isinstance(call, dict) else {}
+            if isinstance(fn, dict):
+                calls[str(call.get("id"))] = (str(fn.get("name") or ""), str(fn.get("arguments") or ""))
+        content = message.get("content")
+        if role == "tool":
+            name, args = calls.get(str(message.get("tool_call_id")), ("", ""))
+            if reads_path(name, args, path):
+                _strings(content, out)
+            continue
+        blocks = content if isinstance(content, list) else [content]
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                calls[str(block.get("id"))] = (str(block.get("name") or ""), json.dumps(block.get("input"), ensure_ascii=False))
+            elif isinstance(block, dict) and block.get("type") == "tool_result":
+                name, args = calls.get(str(block.get("tool_use_id")), ("", ""))
+                if reads_path(name, args, path):
+                    _strings(block.get("content"), out)
+            elif role in ("user", "system"):
+                _strings(block, out)
+    return normalize("\n".join(out))
+
+
 def check_probes(payload: dict[str, Any], must_see: Sequence[Fact], must_not_see: Sequence[Fact]) -> ProbeResult:
     """Check ``must_see`` and ``must_not_see`` facts against ``payload`` (see module doc)."""
     everything, outside = payload_texts(payload)
+    per_path: dict[str, str] = {}
+
+    def haystack(f: Fact) -> str:
+        if f.presented_as_content_of is not None:
+            if f.presented_as_content_of not in per_path:
+                per_path[f.presented_as_content_of] = content_texts(payload, f.presented_as_content_of)
+            return per_path[f.presented_as_content_of]
+        return outside if f.outside_call_arguments else everything
+
     missing = tuple(f.text for f in must_see if not any(s in everything for s in f.spellings()))
-    leaked = tuple(
-        f.text for f in must_not_see if any(s in (outside if f.outside_call_arguments else everything) for s in f.spellings())
-    )
+    leaked = tuple(f.text for f in must_not_see if any(s in haystack(f) for s in f.spellings()))
     recall = 1.0 if not must_see else round((len(must_see) - len(missing)) / len(must_see), 4)
     return ProbeResult(recall=recall, missing=missing, leaks=len(leaked), leaked=leaked)
 

@@ -12,7 +12,8 @@ derived mechanically from the recorded graph, identically for every strategy
   mentions an error, exception, traceback, "fatal", "denied", "not found" or a non-zero
   exit; else the last line mentioning a failure; else the last non-empty line; first 100
   characters) must be visible;
-* **user constraints** — every sentence of a user-authored chat message that opens with
+* **user constraints** — every sentence of a user-authored chat message (a scaffold's
+  demonstration, SWE-agent ``is_demo``, is not user-authored) that opens with
   "do not", "don't" or "never" (after an optional "please"/"and"/"but"/"also") or
   contains "must" (first 120 characters) must be visible — "I don't remember my id" is
   not a constraint, "Don't touch the API" is; lines that look like code or numbered
@@ -21,8 +22,10 @@ derived mechanically from the recorded graph, identically for every strategy
   ``filename``/``notebook_path``) must be visible; and for every edit
   (``old_string``/``old_str`` → ``new_string``/``new_str``) of a file that was read
   before, each removed line (≥ 20 characters, stripped) that no later edit brings back
-  must NOT be visible outside tool-call arguments — that would be the pre-edit version
-  presented as current;
+  must NOT be presented as that file's content — in the result of a read of the path or
+  in user/system text (:func:`~contextledger.bench.probes.content_texts`); the model's
+  own earlier words, the edit call's arguments and other tools' output (a traceback, an
+  issue tracker quoting code) do not present the file as current;
 * validity — scored by the harness.
 
 The provider is Anthropic for Claude Code files and OpenAI Chat for the others.
@@ -141,7 +144,7 @@ def derive_probes(ledger: Ledger, conversation_id: str, scope: Scope | None = No
         if line:
             add(must_see, Fact(line, f"latest failing call's error line ({last.call_id})"))
     for m in store.messages(sc, conversation_id, segments, roles=[Role.USER.value]):
-        if m.kind is not MessageKind.CHAT:
+        if m.kind is not MessageKind.CHAT or m.metadata.get("is_demo"):
             continue
         for p in m.parts:
             if not isinstance(p, TextPart):
@@ -174,7 +177,7 @@ def derive_probes(ledger: Ledger, conversation_id: str, scope: Scope | None = No
         for line in old.splitlines():
             s = line.strip()
             if len(s) >= 20 and s not in new and s in reads and s not in later_new:
-                add(must_not, Fact(s, f"pre-edit line of {path} presented as current", outside_call_arguments=True))
+                add(must_not, Fact(s, f"pre-edit line of {path} presented as current", outside_call_arguments=True, presented_as_content_of=path))
     return tuple(must_see), tuple(must_not)
 
 

@@ -78,6 +78,7 @@ __all__ = [
     "ToolOutputSection",
     "TraceSection",
     "VisibilitySection",
+    "WorkingSetSection",
     "canonical_json",
 ]
 
@@ -349,6 +350,21 @@ class RecentTailSection(_Section):
 
     min_turns: NonNegativeInt
     max_share: Share
+
+
+class WorkingSetSection(_Section):
+    """``[working_set]``: the files read or edited on the lineage, listed as task state
+    (seed 001 §3: the files being edited are *hot*; seed 001 §5: after an edit the earlier
+    read is stale).  One line per file, newest first, with its state (``edited``,
+    ``read``, ``read, changed since``); paths only, never content.
+
+    Attributes:
+        max_files: most files listed (0 turns the list off).
+        max_share: most of the budget the list may take; files beyond it are counted.
+    """
+
+    max_files: NonNegativeInt = 100
+    max_share: Share = 0.25
 
 
 class FreshnessWindows(_Section):
@@ -669,6 +685,7 @@ class Policy(_Section):
     policy: PolicyMeta
     budget: BudgetSection
     recent_tail: RecentTailSection
+    working_set: WorkingSetSection = WorkingSetSection()
     freshness: FreshnessSection
     privacy: PrivacySection
     rehydration: RehydrationSection

@@ -22,7 +22,8 @@ def pin_user_constraints(store: SqlStore, scope: Scope, message: Message) -> int
     """Extract and pin the constraints of a user message; returns how many were new.
 
     Only user-authored chat messages (authority ``user``) can pin constraints; tool
-    output, observations and imported non-user text never can.
+    output, observations, imported non-user text and scaffold demonstrations
+    (``metadata["is_demo"]``) never can.
     """
     if not _eligible(message):
         return 0
@@ -31,7 +32,8 @@ def pin_user_constraints(store: SqlStore, scope: Scope, message: Message) -> int
 
 
 def _eligible(message: Message) -> bool:
-    return message.role is Role.USER and message.kind == MessageKind.CHAT and message.authority is AuthorityLevel.USER
+    # a scaffold's demonstration (SWE-agent ``is_demo``) is user-role text the user never wrote
+    return message.role is Role.USER and message.kind == MessageKind.CHAT and message.authority is AuthorityLevel.USER and not message.metadata.get("is_demo")
 
 
 def pin_constraints_in(w: Writer, message: Message) -> int:
