@@ -8,17 +8,18 @@ transaction, so concurrent writers (threads or processes) never collide.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from sqlalchemy.engine import Connection, Engine
 
 from contextledger.errors import BackendError, InputError, NotFoundError
@@ -60,6 +61,47 @@ def _iso(dt: datetime) -> str:
 
 def _body(record: BaseModel) -> dict[str, Any]:
     return record.model_dump(mode="json")
+
+
+DECODE_CACHE_SIZE = 4096
+"""Decoded records kept per process by :func:`_decode` (least recently used go first)."""
+
+_CACHED_MODELS: frozenset[type[BaseModel]] = frozenset(
+    {Conversation, Branch, Participant, Message, ToolCall, ToolArtifact, ToolMemory, SkillState, ContinuationCheckpoint}
+)
+
+
+@lru_cache(maxsize=DECODE_CACHE_SIZE)
+def _decode_cached(model: type[BaseModel], text: str) -> BaseModel:
+    return _decode_text(model, text)
+
+
+def _decode_text(model: type[R], text: str) -> R:
+    try:
+        return model.model_validate_json(text)
+    except ValidationError:
+        # what the JSON parser of pydantic refuses but ``json`` reads (``NaN``, lone
+        # surrogates): the original decoding path, which reports real shape errors
+        return model.model_validate(json.loads(text))
+
+
+def _decode(model: type[R], body: Any) -> R:
+    """One record from a stored ``body``: JSON text (parsed and validated in one pass by
+    pydantic), or an already decoded dict.  Records that an assembly reads again and
+    again (messages, calls, artifacts, memories, conversations, branches, participants,
+    runtime state) are memoised by their exact JSON text in a process-wide LRU of
+    :data:`DECODE_CACHE_SIZE` entries: the same bytes always give the same record, and an
+    updated record has new bytes, so a cached record is never out of date.  Records are
+    frozen; callers must not mutate their ``dict`` fields in place.
+
+    Raises:
+        pydantic.ValidationError: the body does not fit ``model``.
+    """
+    if not isinstance(body, str):
+        return model.model_validate(body)
+    if model in _CACHED_MODELS:
+        return _decode_cached(model, body)  # type: ignore[return-value]
+    return _decode_text(model, body)
 
 
 def _segments_clause(table: sa.Table, segments: Sequence[LineageSegment]) -> sa.ColumnElement[bool]:
@@ -802,12 +844,25 @@ class SqlStore:
                     yield conn
 
     def _rows(self, stmt: sa.Select[Any], model: type[R], conn: Connection | None = None) -> list[R]:
+        """Run ``stmt`` (its first column is a ``body``) and decode every row into
+        ``model``.  The body is fetched as JSON text (SQLite: the stored text as is;
+        PostgreSQL: ``body::text``) and decoded by :func:`_decode`, without an
+        intermediate ``json.loads``."""
+        stmt = self._body_as_text(stmt)
         if conn is None:
             with self.reader() as c:
                 rows = c.execute(stmt).all()
         else:
             rows = conn.execute(stmt).all()
-        return [model.model_validate(r.body) for r in rows]
+        return [_decode(model, r[0]) for r in rows]
+
+    def _body_as_text(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
+        """``stmt`` with its first column (``body``) read as text: a type coercion on
+        SQLite (the SQL is unchanged), a cast to ``text`` on PostgreSQL (JSONB)."""
+        cols = list(stmt.selected_columns)
+        body = cols[0]
+        text = sa.cast(body, sa.Text()) if self.dialect == "postgresql" else sa.type_coerce(body, sa.Text())
+        return stmt.with_only_columns(text, *cols[1:], maintain_column_froms=True)
 
     def _one(self, stmt: sa.Select[Any], model: type[R], kind: str, record_id: str, conn: Connection | None = None) -> R:
         rows = self._rows(stmt, model, conn)
