@@ -862,7 +862,7 @@ class SqlStore:
         cols = list(stmt.selected_columns)
         body = cols[0]
         text = sa.cast(body, sa.Text()) if self.dialect == "postgresql" else sa.type_coerce(body, sa.Text())
-        return stmt.with_only_columns(text, *cols[1:], maintain_column_froms=True)
+        return stmt.with_only_columns(text, *cols[1:])
 
     def _one(self, stmt: sa.Select[Any], model: type[R], kind: str, record_id: str, conn: Connection | None = None) -> R:
         rows = self._rows(stmt, model, conn)
