@@ -276,3 +276,42 @@ def test_probe_counts_pre_edit_lines_only_where_the_file_is_presented() -> None:
         ],
     }
     assert content_texts(payload, "src/a.py") == "sys fix src/a.py 1 x = old()"
+
+
+# -- recall of older relevant memories (term index) ------------------------------------
+
+
+def test_an_old_relevant_memory_outside_the_window_is_recalled_by_its_terms(ledger: Ledger) -> None:
+    rec = ledger.recorder()
+    conv = rec.start_conversation(title="prep", system_prompt="You are an assistant.")
+    rec.record_message(conv.id, "user", "Prepare the renewal call.")
+    _call(rec, conv.id, "call_cal", "calendar_list_events", {"day": "2026-03-04"}, json.dumps({"events": [{"id": "evt_5521", "title": "Northwind renewal sync"}]}), when=T0)
+    for i in range(120):  # unrelated history pushes the calendar call far out of the window
+        _call(rec, conv.id, f"call_{i}", "http_get", {"url": f"https://status.example/{i}"}, json.dumps({"ticket_id": f"OPS-{i}", "state": "resolved"}), when=T0 + timedelta(minutes=i + 1))
+    rec.record_message(conv.id, "user", "Is the Northwind sync still on?")
+    scope = ledger.scope()
+    mem = next(m for m in ledger.store.memories(scope, conv.id) if m.source_tool == "calendar_list_events")
+    # the writer indexed the memory under its terms (id labels included)
+    found = {(mid, term) for mid, term, _, _ in ledger.store.term_matches(scope, conv.id, ["northwind", "sync"])}
+    assert found == {(mem.id, "northwind"), (mem.id, "sync")}
+    from contextledger.assembly.candidates import collect_candidates
+
+    cands = collect_candidates(ledger.store, scope, conv.id, None, recent_window=40, max_candidates=50)
+    assert mem.id in {m.id for m in cands.memories}
+    assert cands.window_start_seq > mem.seq  # it is older than the window
+    r = ledger.assemble(conv.id, budget_tokens=400, now=T0 + timedelta(days=3), persist=False)
+    assert "evt_5521" in json.dumps(r.payload)
+
+
+def test_moderator_instructions_stay_candidates_wherever_they_are(ledger: Ledger) -> None:
+    from contextledger.records.enums import MessageKind
+
+    rec = ledger.recorder()
+    conv = rec.start_conversation(title="debate", system_prompt="Debate.")
+    rec.record_message(conv.id, "user", "Motion: cities should ban cars downtown.")
+    rec.record_message(conv.id, "user", "Each speaker: at most 120 words.", kind=MessageKind.MODERATOR)
+    for i in range(80):
+        rec.record_message(conv.id, "assistant", f"Point {i}: " + "words " * 30)
+    rec.record_message(conv.id, "user", "Pro, your rebuttal.")
+    r = ledger.assemble(conv.id, budget_tokens=600, now=T0, persist=False)
+    assert "at most 120 words" in json.dumps(r.payload)

@@ -19,7 +19,7 @@ from contextledger.store.migrate import alembic_config, current_revision, head_r
 from contextledger.store.schema import metadata
 from contextledger.store.sql import _make_engine
 
-HEAD = "0003_branch_counters"
+HEAD = "0004_memory_terms"
 
 
 def _diffs(engine: sa.Engine) -> list[Any]:
@@ -142,4 +142,4 @@ def test_each_revision_file_is_reachable(revision: str) -> None:
 
     script = ScriptDirectory.from_config(alembic_config())
     assert script.get_revision(revision) is not None
-    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0002_candidate_indexes", "0001_initial"]
+    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]

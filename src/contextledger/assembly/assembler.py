@@ -754,7 +754,15 @@ class Assembler:
         self._evicted: list[_Piece] = []
         self._dropped_chat: list[_Piece] = []
         current = max((p for p in pieces if p.mandatory and p.unit is not None and p.unit.is_turn_start), key=lambda p: p.order, default=None)
-        terms = query_terms(" ".join(_first_text(m) for m in current.messages)) if current is not None else frozenset()
+        current_text = " ".join(_first_text(m) for m in current.messages) if current is not None else ""
+        terms = query_terms(current_text)
+        if current_text and ev.rehydration.requested(current_text):
+            # exact evidence was asked for: the exchange the request is about keeps its
+            # place (not compressed into a line) so stage 2 can rehydrate it
+            about = [p for p in chosen if p.unit is not None and p.memory_ids and p.unit.kind in ("exchange", "observation") and any(not _outdated(m) for m in p.unit.memories.values())]
+            scored = [(max(len(terms.intersection(memory_terms(m))) for m in p.unit.memories.values()), p.order, i) for i, p in enumerate(about) if p.unit is not None]
+            if scored and max(scored)[0] > 0:
+                about[max(scored)[2]].mandatory = True
         keys: dict[tuple[str, tuple[int, int]], tuple[int, int, int, tuple[int, int]]] = {}
 
         def evict_key(n: _Piece) -> tuple[int, int, int, tuple[int, int]]:
@@ -819,10 +827,11 @@ class Assembler:
                 req = build(chosen, notes, sysb)
                 total = exact(req)
         # refill: later steps may free room (e.g. an exchange turned into a line drops
-        # the tool declarations); give it back first to the newest dropped chat messages
-        # (the user's and assistant's own words), then to the most valuable evicted lines
-        def refill(total: int) -> int:
-            for p in sorted(self._dropped_chat, key=lambda p: p.order, reverse=True)[:8]:
+        # the tool declarations); give it back first to the newest dropped user messages
+        # (the user's own words), then to the most valuable evicted evidence lines, then
+        # to the newest dropped assistant messages
+        def refill_chat(total: int, kind: str) -> int:
+            for p in sorted((p for p in self._dropped_chat if p.unit is not None and p.unit.kind == kind), key=lambda p: p.order, reverse=True)[:8]:
                 if p in chosen or total + p.cost > budget:
                     continue
                 chosen.append(p)
@@ -833,6 +842,10 @@ class Assembler:
                         ev.restore(m.id, "message", "room freed by later drop steps")
                 else:
                     chosen.remove(p)
+            return total
+
+        def refill(total: int) -> int:
+            total = refill_chat(total, "user")
             for n in sorted(self._evicted, key=self._evict_key, reverse=True)[:24]:
                 if n in notes or total + n.cost > budget:
                     continue
@@ -843,7 +856,7 @@ class Assembler:
                     ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps")
                 else:
                     notes.remove(n)
-            return total
+            return refill_chat(total, "assistant")
 
         total = refill(total)
         req = build(chosen, notes, sysb)
@@ -1168,9 +1181,9 @@ def _outdated(mem: ToolMemory) -> bool:
 def _eviction_key(note: _Piece, terms: frozenset[str] = frozenset()) -> tuple[int, int, int, tuple[int, int]]:
     """Which evidence line goes first under budget pressure: short-lived observations
     before durable ones (generated-file handles, entity ids), successes before failures,
-    then lines sharing fewer content words with the current user input (``terms``),
-    then the oldest (seed 000 §4.6-4.7: provenance and recovery context outlive
-    volatile search results; seed 001 §3: what the current goal needs is hot)."""
+    then lines sharing fewer content words with the current user input (``terms``;
+    seed 001 §3: what the current request asks about is hot), then the oldest (seed 000
+    §4.6-4.7: provenance and recovery context outlive volatile search results)."""
     mem = note.memory
     if mem is None:
         return (0, 0, 0, note.order)

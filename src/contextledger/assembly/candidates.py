@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from contextledger.errors import NotFoundError
-from contextledger.records.enums import Role, ToolCallStatus
+from contextledger.memory.terms import query_terms
+from contextledger.records.enums import MessageKind, Role, ToolCallStatus
 from contextledger.records.models import (
     ContinuationCheckpoint,
     Conversation,
@@ -104,6 +105,9 @@ def collect_candidates(
         if window and window_start > totals["min_seq"]:
             head = store.messages(scope, conversation_id, segments, roles=[Role.SYSTEM.value, Role.DEVELOPER.value], conn=conn)
             first_user = _first_user(store, scope, conversation_id, segments, conn)
+            # moderator instructions steer every later turn (seed 000 §9.3 debate): the
+            # newest few are candidates wherever they are (ix_messages_kind)
+            head += store.messages(scope, conversation_id, segments, kinds=[MessageKind.MODERATOR.value], last=_MODERATOR_WINDOW, conn=conn)
             head = [m for m in head if m.seq < window_start] + ([first_user] if first_user and first_user.seq < window_start else [])
         in_window_ids = [m.id for m in window]
         # by message id / call id the rows are found through their own indexes; they lie on
@@ -134,6 +138,22 @@ def collect_candidates(
         need = sorted(art_ids - {a for m in memories for a in m.source_artifact_ids})
         if need:
             memories += [m for m in store.memories(scope, conversation_id, segments, artifact_ids=need, conn=conn) if m.id not in have]
+        # cold → hot (seed 001 §3): older memories that share content terms with the
+        # current request join the candidates, with their exchanges (so their raw
+        # evidence can be rehydrated); bounded by ``RETRIEVED`` whatever the history
+        recalled = _recall(store, scope, conversation_id, segments, window, {m.id for m in memories}, conn)
+        if recalled:
+            memories += recalled
+            art_by_id = sorted({a for m in recalled for a in m.source_artifact_ids})
+            old_arts = [a for a in _in_lineage(store.artifacts(scope, conversation_id, ids=art_by_id, conn=conn), segments) if a.call_id not in artifacts]
+            old_calls = _in_lineage(store.tool_calls(scope, conversation_id, call_ids=[a.call_id for a in old_arts], conn=conn), segments) if old_arts else []
+            have_calls = {c.id for c in all_calls}
+            old_calls = [c for c in old_calls if c.id not in have_calls]
+            msg_ids = sorted({c.message_id for c in old_calls} | {c.result_message_id for c in old_calls if c.result_message_id} - {m.id for m in window + extra_msgs + head})
+            if msg_ids:
+                extra_msgs += store.messages(scope, conversation_id, segments, ids=msg_ids, conn=conn)
+                all_calls = sorted(all_calls + old_calls, key=lambda c: (c.seq, c.call_index))
+                artifacts.update({a.call_id: a for a in old_arts})
         memories.sort(key=lambda m: (m.seq, m.id))
         messages = {m.id: m for m in head + window + extra_msgs}
         rules = store.rule_bodies(scope, conversation_id, conn)
@@ -163,6 +183,43 @@ def collect_candidates(
         compaction=compaction,
         totals=totals,
     )
+
+
+_MODERATOR_WINDOW = 4
+
+RETRIEVED = 12
+"""Most older memories recalled by term match into one candidate set."""
+
+_PER_TERM = 64
+_MAX_TERMS = 12
+
+
+def _recall(
+    store: SqlStore, scope: Scope, conversation_id: str, segments: list[LineageSegment], window: list[Message], have: set[str], conn: sa.Connection
+) -> list[ToolMemory]:
+    """Older lineage memories matching the content terms of the newest user message in
+    the window (:func:`contextledger.memory.terms.query_terms`, at most 12 terms): the
+    newest 64 index rows per term are read, scored by the sum of each matched term's
+    rarity (``1 / rows found for it``, so a rare id outweighs a common word), and the
+    best :data:`RETRIEVED` memories not already candidates are returned (ties: newest)."""
+    current = next((m for m in reversed(window) if m.role is Role.USER and m.kind.value == "chat"), None)
+    if current is None:
+        return []
+    text = " ".join(getattr(p, "text", "") for p in current.parts)
+    terms = sorted(query_terms(text))[:_MAX_TERMS]
+    if not terms:
+        return []
+    rows = [r for r in store.term_matches(scope, conversation_id, terms, per_term=_PER_TERM, conn=conn) if r[0] not in have and in_lineage(segments, r[2], r[3])]
+    per_term: dict[str, int] = {}
+    for _, term, _, _ in rows:
+        per_term[term] = per_term.get(term, 0) + 1
+    score: dict[str, float] = {}
+    newest: dict[str, int] = {}
+    for mem_id, term, _, seq in rows:
+        score[mem_id] = score.get(mem_id, 0.0) + 1.0 / per_term[term]
+        newest[mem_id] = seq
+    best = sorted(score, key=lambda k: (-score[k], -newest[k], k))[:RETRIEVED]
+    return store.memories(scope, conversation_id, ids=best, conn=conn) if best else []
 
 
 _R = TypeVar("_R", ToolCall, ToolArtifact)

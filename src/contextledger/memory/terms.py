@@ -15,10 +15,13 @@ from collections.abc import Iterable
 
 from contextledger.records.models import ToolMemory
 
-__all__ = ["MAX_MEMORY_TERMS", "memory_terms", "normalize_term", "query_terms", "text_terms"]
+__all__ = ["MAX_MEMORY_TERMS", "MAX_TERM_LENGTH", "memory_terms", "normalize_term", "query_terms", "terms_of", "text_terms"]
 
 MAX_MEMORY_TERMS = 48
 """At most this many terms are indexed per memory (the first ones in text order)."""
+
+MAX_TERM_LENGTH = 40
+"""Longer runs (hashes, base64, minified code) are not terms."""
 
 _WORD = re.compile(r"[a-z0-9]{3,}")
 _STOP = frozenset(
@@ -44,10 +47,11 @@ def normalize_term(word: str) -> str:
 
 def text_terms(text: str) -> list[str]:
     """Distinct folded terms of ``text`` in first-occurrence order (``_`` counts as a
-    separator, so ``calendar_list_events`` gives ``calendar``, ``list``, ``event``)."""
+    separator, so ``calendar_list_events`` gives ``calendar``, ``list``, ``event``;
+    runs longer than :data:`MAX_TERM_LENGTH` characters are skipped)."""
     seen: dict[str, None] = {}
     for w in _WORD.findall(text.lower().replace("_", " ")):
-        if w not in _STOP:
+        if w not in _STOP and len(w) <= MAX_TERM_LENGTH:
             seen.setdefault(normalize_term(w), None)
     return list(seen)
 
@@ -65,6 +69,13 @@ def memory_terms(mem: ToolMemory) -> list[str]:
     """The terms a memory can be found by, at most :data:`MAX_MEMORY_TERMS`: its tool
     name, its summary and the labels its extractor recorded next to entity ids
     (``payload["ids"][*]["label"]``), in that order."""
-    ids = mem.payload.get("ids") or []
-    text = f"{mem.source_tool} {mem.summary} {_labels(ids if isinstance(ids, list) else [])}"
+    return terms_of(mem.source_tool, mem.summary, mem.payload)
+
+
+def terms_of(source_tool: object, summary: object, payload: object) -> list[str]:
+    """:func:`memory_terms` from a memory's stored fields (a JSON body that may lack
+    some of them: missing or non-text fields count as empty)."""
+    ids = payload.get("ids") if isinstance(payload, dict) else None
+    labels = _labels(ids if isinstance(ids, list) else [])
+    text = f"{source_tool if isinstance(source_tool, str) else ''} {summary if isinstance(summary, str) else ''} {labels}"
     return text_terms(text)[:MAX_MEMORY_TERMS]

@@ -285,5 +285,21 @@ branch_counters = sa.Table(
     sa.Index("ix_branch_counters_conv", "tenant_id", "conversation_id"),
 )
 
+memory_terms = sa.Table(
+    "memory_terms",
+    metadata,
+    # The inverted index of tool memories (``contextledger.memory.terms.memory_terms``):
+    # one row per memory and term, written with the memory.  Candidate collection reads
+    # the newest rows of each term of the current request (docs/query-plans.md, "Term
+    # retrieval") to bring older relevant memories into the bounded candidate set.
+    sa.Column("memory_id", sa.String(64), primary_key=True),
+    sa.Column("term", sa.String(64), primary_key=True),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Index("ix_memory_terms_term", "tenant_id", "conversation_id", "term", "seq"),
+)
+
 TABLES = {t.name: t for t in metadata.sorted_tables}
 """Every table by name."""

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.engine import Connection, Engine
 
 from contextledger.errors import BackendError, InputError, NotFoundError
+from contextledger.memory.terms import memory_terms
 from contextledger.records.enums import ToolCallStatus
 from contextledger.records.models import (
     Branch,
@@ -643,6 +644,12 @@ class Writer:
             {"id": m.id, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, "branch_id": m.branch_id, "seq": m.seq, **self._memory_values(m)},
         )
         self._count(m.conversation_id, m.branch_id, m.seq, "memory", 0)
+        terms = memory_terms(m)
+        if terms:
+            self.conn.execute(
+                _insert_statement(S.memory_terms),
+                [{"memory_id": m.id, "term": t, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, "branch_id": m.branch_id, "seq": m.seq} for t in terms],
+            )
 
     def update_memory(self, m: ToolMemory) -> None:
         """Replace a memory (links, resolution state, repair attempts).  Its branch and
@@ -1282,6 +1289,35 @@ class SqlStore:
             stmt = stmt.order_by(t.c.seq)
         # with a filter, no ORDER BY (see ``messages``): sorted here
         return sorted(self._rows(stmt, ToolMemory, conn), key=lambda m: (m.seq, m.id))
+
+    def term_matches(
+        self, scope: Scope | None, conversation_id: str, terms: Iterable[str], *, per_term: int = 64, conn: Connection | None = None
+    ) -> list[tuple[str, str, str, int]]:
+        """``(memory_id, term, branch_id, seq)`` of the newest ``per_term`` memories of
+        the conversation indexed under each of ``terms`` (one ``ix_memory_terms_term``
+        range per term, so the work is bounded by ``len(terms) × per_term`` rows whatever
+        the history length).  Lineage is not filtered here (callers check branch/seq).
+        """
+        scope = require_scope(scope)
+        t = S.memory_terms
+        out: list[tuple[str, str, str, int]] = []
+
+        def run(c: Connection) -> None:
+            for term in sorted(set(terms)):
+                stmt = (
+                    sa.select(t.c.memory_id, t.c.term, t.c.branch_id, t.c.seq)
+                    .where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, t.c.term == term)
+                    .order_by(t.c.seq.desc())
+                    .limit(per_term)
+                )
+                out.extend((r.memory_id, r.term, r.branch_id, int(r.seq)) for r in c.execute(stmt))
+
+        if conn is None:
+            with self.reader() as c:
+                run(c)
+        else:
+            run(conn)
+        return out
 
     def get_memory(self, scope: Scope | None, memory_id: str) -> ToolMemory:
         """The memory ``memory_id``.
