@@ -749,6 +749,10 @@ class Assembler:
         (its error line kept); an older task statement gives way to the current input;
         the longest texts are cut with an explicit marker; the system text is cut.
         """
+        from operator import attrgetter
+
+        from contextledger.assembly.units import derived
+
         chosen = list(pieces)
         self._reshaped: set[str] = set()
         self._evicted: list[_Piece] = []
@@ -766,11 +770,13 @@ class Assembler:
         keys: dict[tuple[str, tuple[int, int]], tuple[int, int, int, tuple[int, int]]] = {}
 
         def evict_key(n: _Piece) -> tuple[int, int, int, tuple[int, int]]:
-            # constant for a line during one selection: computed once (terms are a regex pass)
+            # constant for a line during one selection: computed once (terms are a regex
+            # pass), and across selections for the same memory record and request terms
             k = (n.memory_ids[0] if n.memory_ids else "", n.order)
             v = keys.get(k)
             if v is None:
-                v = keys[k] = _eviction_key(n, terms)
+                mem = n.memory
+                v = keys[k] = _eviction_key(n, terms) if mem is None else derived(mem, ("evict", terms, n.order), lambda: _eviction_key(n, terms))
             return v
 
         self._evict_key = evict_key
@@ -778,13 +784,15 @@ class Assembler:
         steps = [s.value for s in self.policy.budget.drop_order] + ["truncate"]
         large = max(64, self.policy.tool_output.max_tokens // 4)
 
+        by_order = attrgetter("order")
+
         def build(ps: list[_Piece], ns: list[_Piece], sysb: tuple[str, ...]) -> NeutralRequest:
-            ordered = sorted(ps, key=lambda p: p.order)
+            ordered = sorted(ps, key=by_order)
             msgs: list[WireMessage] = []
             if ordered:
                 msgs.extend(ordered[0].messages)
             if ns:
-                lines = [_first_text(n.messages[0]) for n in sorted(ns, key=lambda n: n.order)]
+                lines = [_first_text(n.messages[0]) for n in sorted(ns, key=by_order)]
                 msgs.append(retrieval_block(lines))
             for p in ordered[1:]:
                 msgs.extend(p.messages)
@@ -793,19 +801,25 @@ class Assembler:
         def exact(req: NeutralRequest) -> int:
             return int(count(provider, serialize(provider, req, resolve_blob=None)))
 
-        def to_notes(p: _Piece) -> None:
+        def to_notes(p: _Piece) -> int:
+            """Turn a unit into its evidence lines; returns their summed cost."""
             if p.unit is None:
-                return
-            have = {m for n in notes for m in n.memory_ids}
+                return 0
+            have = {m for n in notes for m in n.memory_ids} if p.unit.memories else set()
+            quiet = ev.quiet()  # memory views read no trace state: one scratch copy serves all
+            added = 0
             for mem in sorted(p.unit.memories.values(), key=lambda m: (m.seq, m.id)):
                 if mem.id in have:
                     continue
-                view = ev.quiet().memory_view(mem)
+                view = quiet.memory_view(mem)
                 if view is None:
                     continue
                 line = memory_line(mem, view.text)
-                notes.append(_Piece(unit=None, messages=[WireMessage(role="user", parts=(TextPart(text=line),), ref=mem.id)], cost=self.tok.count(line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem))
-            notes.sort(key=lambda n: n.order)
+                cost = self.tok.count(line) + 2
+                added += cost
+                notes.append(_Piece(unit=None, messages=[WireMessage(role="user", parts=(TextPart(text=line),), ref=mem.id)], cost=cost, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem))
+            notes.sort(key=by_order)
+            return added
 
         sysb = system
         req = build(chosen, notes, sysb)
@@ -831,8 +845,10 @@ class Assembler:
         # (the user's own words), then to the most valuable evicted evidence lines, then
         # to the newest dropped assistant messages
         def refill_chat(total: int, kind: str) -> int:
+            # membership by identity: pieces are distinct objects, and comparing them
+            # field by field (messages, parts) was most of the refill's time
             for p in sorted((p for p in self._dropped_chat if p.unit is not None and p.unit.kind == kind), key=lambda p: p.order, reverse=True)[:8]:
-                if p in chosen or total + p.cost > budget:
+                if any(x is p for x in chosen) or total + p.cost > budget:
                     continue
                 chosen.append(p)
                 trial = exact(build(chosen, notes, sysb))
@@ -841,13 +857,13 @@ class Assembler:
                     for m in p.unit.messages if p.unit is not None else ():
                         ev.restore(m.id, "message", "room freed by later drop steps")
                 else:
-                    chosen.remove(p)
+                    chosen.pop()
             return total
 
         def refill(total: int) -> int:
             total = refill_chat(total, "user")
             for n in sorted(self._evicted, key=self._evict_key, reverse=True)[:24]:
-                if n in notes or total + n.cost > budget:
+                if any(x is n for x in notes) or total + n.cost > budget:
                     continue
                 notes.append(n)
                 trial = exact(build(chosen, notes, sysb))
@@ -855,7 +871,7 @@ class Assembler:
                     total = trial
                     ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps")
                 else:
-                    notes.remove(n)
+                    notes.pop()
             return refill_chat(total, "assistant")
 
         total = refill(total)
@@ -869,7 +885,7 @@ class Assembler:
             failures = [p for p in chosen if p.mandatory and p.unit is not None and p.unit.failed_calls and not p.unit.unresolved_calls]
             if len(failures) > 1:
                 p = min(failures, key=lambda p: p.order)
-                chosen.remove(p)
+                chosen[:] = [x for x in chosen if x is not p]
                 to_notes(p)
                 ev.omit_unit(p.unit, OmissionReason.BUDGET, "older protected failure: kept as an evidence line to fit the budget")  # type: ignore[arg-type]
             elif self._last_resort(chosen, ev, over, cut=False):
@@ -878,7 +894,7 @@ class Assembler:
                 # the newest failure as an evidence line: its memory keeps the error
                 # line, and without a tool exchange no tool declarations are sent
                 p = failures[0]
-                chosen.remove(p)
+                chosen[:] = [x for x in chosen if x is not p]
                 to_notes(p)
                 ev.omit_unit(p.unit, OmissionReason.BUDGET, "protected failure kept as an evidence line (error line kept) to fit the budget")  # type: ignore[arg-type]
             elif not self._drop_working_set(chosen, ev) and not self._drop_task_statement(chosen, ev) and not self._last_resort(chosen, ev, over):
@@ -938,11 +954,10 @@ class Assembler:
             if not olds:
                 return None
             p = min(olds, key=lambda p: p.order)
-            chosen.remove(p)
-            before = sum(n.cost for n in notes)
-            to_notes(p)
+            chosen[:] = [x for x in chosen if x is not p]
+            added = to_notes(p) or 0
             ev.omit_unit(p.unit, OmissionReason.STALE, "drop order: expired memory kept as a stale marker line")  # type: ignore[arg-type]
-            return max(1, p.cost - (sum(n.cost for n in notes) - before))
+            return max(1, p.cost - added)
         if step == "large_tool_results_to_refs":
             big = sorted((p for p in chosen if p.raw_artifacts and not p.mandatory and p.unit is not None and p.unit.key not in self._reshaped and self._max_raw_tokens(p) > large), key=lambda p: (-p.cost, p.order))
             for p in big:
@@ -961,17 +976,16 @@ class Assembler:
             why = f"drop order: {step.replace('_', ' ')}"
             if units:
                 p = min(units, key=lambda p: p.order)
-                chosen.remove(p)
+                chosen[:] = [x for x in chosen if x is not p]
                 if p.unit is not None and p.unit.kind in ("user", "assistant"):
                     self._dropped_chat.append(p)
-                before = sum(n.cost for n in notes)
-                to_notes(p)
+                added = to_notes(p) or 0
                 if p.unit is not None:
                     ev.omit_unit(p.unit, OmissionReason.BUDGET, why + " (kept as evidence lines)")
-                return max(1, p.cost - (sum(n.cost for n in notes) - before))
+                return max(1, p.cost - added)
             if notes:
                 n = min(notes, key=self._evict_key)
-                notes.remove(n)
+                notes[:] = [x for x in notes if x is not n]
                 self._evicted.append(n)
                 ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, why + " (evidence line)")
                 return n.cost

@@ -77,10 +77,12 @@ def result_message(call: ToolCall, text: str, *, is_error: bool, images: tuple[I
     )
 
 
+@functools.lru_cache(maxsize=8192)
 def compact_arguments(arguments_json: str, max_value_chars: int = 160) -> str:
     """Tool-call arguments with long string values cut (valid JSON kept): a shaped
     exchange shows what was called, not a 6 KB file body; the exact call stays in the
-    ledger.  Arguments that are not a JSON object are cut as text inside ``_raw``."""
+    ledger.  Arguments that are not a JSON object are cut as text inside ``_raw``.
+    Memoised (a pure function of its arguments; units are rendered several times)."""
     try:
         value = json.loads(arguments_json)
     except ValueError:

@@ -9,13 +9,15 @@ too.  Each unit can be rendered raw or shaped (results replaced by their ToolMem
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from contextledger.records.enums import MessageKind, Role, ToolCallStatus
 from contextledger.records.models import Message, ToolArtifact, ToolCall, ToolMemory
 from contextledger.tokens import get_tokenizer
 
-__all__ = ["Unit", "build_units", "wire_cost"]
+__all__ = ["DERIVED_CACHE_SIZE", "Unit", "build_units", "derived", "wire_cost"]
 
 MESSAGE_OVERHEAD_TOKENS = 3
 """Per-message overhead used while selecting (the final count uses the serializer's)."""
@@ -138,3 +140,29 @@ def wire_cost(texts: list[str], messages: int) -> int:
     """Selection-time token estimate: o200k tokens of ``texts`` plus per-message overhead."""
     tok = get_tokenizer()
     return sum(tok.count(t) for t in texts) + MESSAGE_OVERHEAD_TOKENS * messages
+
+
+DERIVED_CACHE_SIZE = 16384
+"""Entries kept by :func:`derived` before its table is cleared."""
+
+_T = TypeVar("_T")
+_DERIVED: dict[tuple[int, Hashable], tuple[object, object]] = {}
+
+
+def derived(record: object, what: Hashable, compute: Callable[[], _T]) -> _T:
+    """A value derived from one immutable ``record`` (e.g. the eviction key of a memory's
+    evidence line), computed once per record object and ``what`` and reused by later
+    assemblies: the store hands out the same record object for the same stored bytes
+    (``store.sql._decode``), and an updated record is a new object, so a reused value is
+    never out of date.  ``compute`` must depend only on ``record`` and ``what``.  The
+    table holds at most :data:`DERIVED_CACHE_SIZE` entries (then it starts afresh) and
+    keeps each record alive while its entry lives, so object ids are not reused."""
+    key = (id(record), what)
+    hit = _DERIVED.get(key)
+    if hit is not None and hit[0] is record:
+        return hit[1]  # type: ignore[return-value]
+    value = compute()
+    if len(_DERIVED) >= DERIVED_CACHE_SIZE:
+        _DERIVED.clear()
+    _DERIVED[key] = (record, value)
+    return value

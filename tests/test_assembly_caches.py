@@ -1,0 +1,160 @@
+"""Caches of the assembly path never change what is assembled.
+
+Store rows are decoded from their JSON text and memoised by those exact bytes
+(``store.sql._decode``); values derived from one record (eviction keys) are memoised
+per record object (``assembly.units.derived``); pure text helpers are memoised by their
+arguments.  Assembling with every cache cold and with every cache warm gives the same
+payload, record and trace, and an updated memory is read back with its new content.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from contextledger.assembly import render, units
+from contextledger.bench.scenarios import all_scenarios, get_scenario
+from contextledger.ledger import Ledger
+from contextledger.records.models import Message, ToolArtifact, ToolCall, ToolMemory
+from contextledger.store import schema as S
+from contextledger.store import sql as store_sql
+
+
+def _clear_caches() -> None:
+    store_sql._decode_cached.cache_clear()
+    units._DERIVED.clear()
+    render._stale_parts.cache_clear()
+    render.compact_arguments.cache_clear()
+
+
+def _assembly(led: Ledger, case: Any, budget: int | None = None) -> dict[str, Any]:
+    res = led.assemble(
+        case.conversation_id, branch_id=case.branch_id, participant_id=case.participant_id, provider=case.provider,
+        budget_tokens=budget or case.budget_tokens, now=case.now, persist=False, trace=True,
+    )
+    out = res.as_dict()
+    out.pop("assembly_id")
+    out.pop("timings_ms")
+    return out
+
+
+def test_decoded_rows_equal_the_json_path(ledger: Ledger) -> None:
+    """Every candidate row decodes to the record ``json.loads`` + ``model_validate``
+    gives, and the same stored bytes give the same record object."""
+    case = get_scenario("coding-walkthrough").build(ledger, 1)
+    scope = ledger.scope()
+    checked = 0
+    with ledger.store.reader() as conn:
+        for table, model in ((S.messages, Message), (S.tool_calls, ToolCall), (S.tool_artifacts, ToolArtifact), (S.tool_memories, ToolMemory)):
+            rows = conn.execute(table.select().where(table.c.conversation_id == case.conversation_id)).all()
+            assert rows
+            for r in rows:
+                assert store_sql._decode(model, json.dumps(r.body)) == model.model_validate(r.body)
+                checked += 1
+    assert checked > 40
+    first = ledger.store.messages(scope, case.conversation_id)
+    again = ledger.store.messages(scope, case.conversation_id)
+    assert [m.id for m in first] == [m.id for m in again]
+    assert all(a is b for a, b in zip(first, again, strict=True))
+
+
+def test_decode_falls_back_for_what_pydantic_json_refuses() -> None:
+    """Bodies ``json`` reads but pydantic's JSON parser refuses (a lone surrogate in tool
+    output, ``NaN``) still decode, to what the ``json`` path gives."""
+    body: dict[str, Any] = {
+        "id": "mem_1", "tenant_id": "t", "conversation_id": "c", "branch_id": "b", "seq": 1, "source_artifact_ids": ["art_1"],
+        "source_tool": "probe", "summary": "broken \ud800 output", "observed_at": "2026-01-01T00:00:00Z",
+        "created_at": "2026-01-01T00:00:00Z", "payload": {"score": float("nan")},
+    }
+    text = json.dumps(body)
+    assert "\\ud800" in text and "NaN" in text
+    mem = store_sql._decode(ToolMemory, text)
+    assert mem.summary == "broken \ud800 output"
+    assert mem.payload["score"] != mem.payload["score"]  # NaN
+
+
+def test_updated_memory_is_read_with_its_new_content(ledger: Ledger) -> None:
+    case = get_scenario("seed-6").build(ledger, 1)
+    scope = ledger.scope()
+    before = ledger.store.memories(scope, case.conversation_id)
+    target = before[-1]
+    with ledger.store.writer(scope) as w:
+        w.update_memory(target.model_copy(update={"summary": "updated summary text for the cache test"}))
+    after = {m.id: m for m in ledger.store.memories(scope, case.conversation_id)}
+    assert after[target.id].summary == "updated summary text for the cache test"
+    assert after[target.id] is not target
+    assert all(after[m.id] is m for m in before[:-1])  # unchanged rows: the same records
+
+
+def test_cold_and_warm_caches_give_the_same_assembly(sqlite_ledger: Ledger) -> None:
+    """Every scenario at 10× history, at its own budget and at a third of it (eviction of
+    evidence lines, drop steps, refill), cold caches against warm caches."""
+    led = sqlite_ledger
+    cases = [s.build(led, 10) for s in all_scenarios()]
+    cold: list[dict[str, Any]] = []
+    for case in cases:
+        for budget in (case.budget_tokens, max(200, case.budget_tokens // 3)):
+            _clear_caches()
+            cold.append(_assembly(led, case, budget))
+    warm = [_assembly(led, case, budget) for case in cases for budget in (case.budget_tokens, max(200, case.budget_tokens // 3))]
+    assert len(units._DERIVED) > 0  # eviction keys were memoised and reused
+    for a, b in zip(cold, warm, strict=True):
+        assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def test_assembly_follows_a_memory_update(sqlite_ledger: Ledger) -> None:
+    """A memory whose summary changes between two assemblies is rendered with its new
+    text (its cached record and derived values are not reused for the new record), and
+    the warm assembly equals a cold one."""
+    led = sqlite_ledger
+    case = get_scenario("seed-6").build(led, 10)
+    scope = led.scope()
+    first = _assembly(led, case)
+    shown = json.dumps(first["payload"], ensure_ascii=False)
+    mems = led.store.memories(scope, case.conversation_id)
+    target = next(m for m in reversed(mems) if m.id in first["selected"] and m.summary.strip().split("\n")[0] in shown)
+    old_line = target.summary.strip().split("\n")[0]
+    marker = "renewal confirmed by the vendor portal"
+    with led.store.writer(scope) as w:
+        w.update_memory(target.model_copy(update={"summary": target.summary.replace(old_line, marker)}))
+    second = _assembly(led, case)
+    _clear_caches()
+    third = _assembly(led, case)
+    assert json.dumps(second, sort_keys=True, default=str) == json.dumps(third, sort_keys=True, default=str)
+    assert marker in json.dumps(second["payload"], ensure_ascii=False)
+    assert old_line not in json.dumps(second["payload"], ensure_ascii=False)
+
+
+def test_derived_is_per_record_object() -> None:
+    calls: list[int] = []
+
+    def compute(value: int) -> int:
+        calls.append(value)
+        return value
+
+    mem = ToolMemory.model_validate(
+        {"id": "mem_1", "tenant_id": "t", "conversation_id": "c", "branch_id": "b", "seq": 1, "source_artifact_ids": ["art_1"],
+         "source_tool": "probe", "summary": "x", "observed_at": "2026-01-01T00:00:00Z", "created_at": "2026-01-01T00:00:00Z"}
+    )
+    twin = mem.model_copy()
+    assert units.derived(mem, "k", lambda: compute(1)) == 1
+    assert units.derived(mem, "k", lambda: compute(2)) == 1
+    assert units.derived(twin, "k", lambda: compute(3)) == 3
+    assert units.derived(mem, "other", lambda: compute(4)) == 4
+    assert calls == [1, 3, 4]
+
+
+def test_now_is_part_of_the_assembly_not_of_the_caches(sqlite_ledger: Ledger) -> None:
+    """Warm caches do not carry one ``now``'s ages into another: stale markers show the
+    ages of the new ``now``, as with cold caches."""
+    led = sqlite_ledger
+    case = get_scenario("seed-3").build(led, 1)
+    a = led.assemble(case.conversation_id, provider=case.provider, budget_tokens=case.budget_tokens, now=case.now, persist=False)
+    later = case.now + timedelta(days=30)
+    b = led.assemble(case.conversation_id, provider=case.provider, budget_tokens=case.budget_tokens, now=later, persist=False)
+    _clear_caches()
+    c = led.assemble(case.conversation_id, provider=case.provider, budget_tokens=case.budget_tokens, now=later, persist=False)
+    assert b.payload == c.payload
+    assert b.record.omitted == c.record.omitted
+    assert a.payload != b.payload  # ages of stale markers moved on
