@@ -686,7 +686,13 @@ class Assembler:
             raw = False
         if not raw and not superseded and raw_ok and mem is not None and art.inline_text is not None and art.size_bytes <= limit:
             # a memory is a reduction: never send one that costs more than the raw result
-            probe = ev.quiet().memory_view(mem, in_exchange=True)
+            # (memory views read no trace state, so one scratch copy of the assembly's
+            # evaluator serves every probe; its quiet copies share ``freshness``)
+            probes: dict[int, tuple[object, Evaluator]] = self.__dict__.setdefault("_probe_evaluators", {})
+            hit = probes.get(id(ev.freshness))
+            if hit is None or hit[0] is not ev.freshness:
+                hit = probes[id(ev.freshness)] = (ev.freshness, ev.quiet())
+            probe = hit[1].memory_view(mem, in_exchange=True)
             if probe is not None and not probe.stale and self.tok.count(art.inline_text) <= self.tok.count(probe.text):
                 raw = True
         if raw and raw_ok and art.size_bytes <= limit and art.inline_text is not None:
