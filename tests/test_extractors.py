@@ -355,7 +355,7 @@ def test_real_grep_content_and_files_modes() -> None:
     path = "codemie-code/claude-code/incremental-subagents/turn-2/subagents/agent-a485154.jsonl"
     ext = REG.extract(_item(*_claude_pair(path, 19)[:3]))
     p = ext.payload
-    assert ext.kind == "search" and ext.subject_key == "search:export function create\\w+Command"
+    assert ext.kind == "search" and ext.subject_key == "search:export function create\\w+Command in /Users/User/repo/codemie-ai/codemie-code/src/cli/commands"
     assert (p["match_count"], p["file_count"]) == (15, 13)
     assert p["matches"][0] == {
         "path": "src/cli/commands/uninstall.ts",

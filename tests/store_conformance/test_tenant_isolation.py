@@ -247,6 +247,7 @@ SCOPED_CALLS: dict[str, Callable[[SqlStore, Any], Any]] = {
     "messages": lambda s, sc: s.messages(sc, "c", SEG),
     "lineage_totals": lambda s, sc: s.lineage_totals(sc, "c", SEG),
     "outside_lineage_counts": lambda s, sc: s.outside_lineage_counts(sc, "c", SEG),
+    "term_matches": lambda s, sc: s.term_matches(sc, "c", ["x"]),
     "tool_calls": lambda s, sc: s.tool_calls(sc, "c"),
     "get_tool_call": lambda s, sc: s.get_tool_call(sc, "c", "x"),
     "artifacts": lambda s, sc: s.artifacts(sc, "c"),

@@ -496,8 +496,8 @@ class Assembler:
 
     def _working_set(self, files: list[ToolMemory], ev: Evaluator, budget: int) -> _Piece | None:
         """The working-set block (policy ``[working_set]``): one line per file read or
-        edited on the lineage, newest first, ``- <path> (edited | read | read, changed
-        since)``, within ``max_files`` and ``max_share × budget`` tokens; files beyond
+        edited on the lineage, newest first, ``- <path> (edited | read | searched | read,
+        changed since)``, within ``max_files`` and ``max_share × budget`` tokens; files beyond
         are counted in a last line.  ``files`` are file memories (``subject_key``
         ``file:<path>``); memories the viewer may not see are skipped.  Paths come from
         tool calls, so the block is ledger data (opened by the data banner).  ``None``
@@ -511,12 +511,13 @@ class Assembler:
             if not path or path in latest:
                 continue
             kind = str(m.payload.get("kind") or m.payload.get("extractor") or "")
+            verb = "searched" if kind == "file_search" else "read"
             if kind in ("file_write", "generated_file"):
                 state = "edited"
             elif m.resolution_state is ResolutionState.STALE:
-                state = "read, changed since"
+                state = f"{verb}, changed since"
             else:
-                state = "read"
+                state = verb
             latest[path] = (state, m.id, m.observed_at)
         if not latest:
             return None

@@ -2,8 +2,9 @@
 write transaction (seed 000 §4.7–4.8; seed 001 §6 problem 3).
 
 * A file write/edit makes every earlier read of that path *stale* (their content is not
-  current code); a later read of the same line range with a different content hash does
-  the same (reads of different ranges hash different text and are not compared).
+  current code) — a search inside that one file counts as a read; a later read of the
+  same line range (same search pattern) with a different content hash does the same
+  (reads of different ranges hash different text and are not compared).
 * A newer observation of the same subject (same file read again with the same hash, the
   same test command, search pattern or API object) *supersedes* the older one:
   ``new.supersedes += old.id`` and ``old.superseded_by = new.id`` — never the reverse.
@@ -30,7 +31,7 @@ from contextledger.store.sql import SqlStore, Writer
 __all__ = ["link_on_write"]
 
 _WRITE_KINDS = {"file_write"}
-_READ_KINDS = {"file_read"}
+_READ_KINDS = {"file_read", "file_search"}
 
 
 def _kind(m: ToolMemory) -> str:
@@ -63,7 +64,9 @@ def link_on_write(store: SqlStore, w: Writer, scope: Scope, new: ToolMemory) -> 
         if old.superseded_by is not None or old.resolution_state is ResolutionState.SUPERSEDED:
             continue
         old_kind = _kind(old)
-        same_range = new.payload.get("line_range") == old.payload.get("line_range")
+        # the same view of the file: same line range, and for a search inside the file
+        # the same pattern (reads have none)
+        same_range = new.payload.get("line_range") == old.payload.get("line_range") and new.payload.get("pattern") == old.payload.get("pattern")
         if old_kind in _READ_KINDS and (new_kind in _WRITE_KINDS or (new_kind in _READ_KINDS and same_range and _hash(new) != _hash(old))):
             if old.resolution_state is not ResolutionState.STALE:
                 w.update_memory(old.model_copy(update={"resolution_state": ResolutionState.STALE, "limits": _append(old.limits, f"file changed later ({new.id})")}))

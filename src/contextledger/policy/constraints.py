@@ -321,6 +321,10 @@ _EN_PATTERNS = (
         re.IGNORECASE,
     ),
     re.compile(r"\bmust\s+(?:not|never)\b|\bmustn't\b", re.IGNORECASE),
+    # an explicit requirement anywhere in the sentence ("the parser must keep …"), not
+    # a guess about the past ("that must have worked"): seed 001 §10 — explicit user
+    # requirements are hard constraints of every handoff
+    re.compile(r"\bmust\b(?!\s+(?:have|'ve)\b)", re.IGNORECASE),
     re.compile(
         r"\b(?:you|we)\s+(?:must|should\s+never|shall\s+not|are\s+not\s+allowed\s+to|"
         r"may\s+not|need\s+to\s+always)\b",

@@ -364,7 +364,7 @@ class WorkingSetSection(_Section):
     """
 
     max_files: NonNegativeInt = 100
-    max_share: Share = 0.25
+    max_share: Share = 0.3
 
 
 class FreshnessWindows(_Section):

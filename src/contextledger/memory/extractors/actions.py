@@ -152,8 +152,42 @@ def _shell_action(command: str) -> Action:
         return Action(verb="read", command=command, path=cat.group(1), sub="cat")
     program = program_of(command)
     if program in SEARCH_PROGRAMS or (program == "git" and re.search(r"\bgit grep\b", command)):
-        return Action(verb="search", command=command, sub=program)
+        pattern, path = _grep_target(command) if program in ("grep", "egrep", "fgrep", "rg") else (None, None)
+        return Action(verb="search", command=command, sub=program, pattern=pattern, path=path)
     return Action(verb="shell", command=command, sub=program)
+
+
+_GREP_VALUE_OPTIONS = frozenset({"-A", "-B", "-C", "-m", "-e", "-f", "-g", "-t", "-T", "--include", "--exclude", "--max-count", "--context", "--glob", "--type"})
+
+
+def _grep_target(command: str) -> tuple[str | None, str | None]:
+    """``(pattern, path)`` of the first pipeline stage of a ``grep``/``rg`` command
+    when it searches exactly one path (``grep -n "x" src/a.py | head`` → ``("x",
+    "src/a.py")``); ``(None, None)`` when it cannot be told (options with values are
+    skipped, ``-e PATTERN`` is honoured)."""
+    stage = re.split(r"\s(?:\||&&|;)\s", command.strip(), maxsplit=1)[0]
+    try:
+        words = shlex.split(stage)
+    except ValueError:
+        return None, None
+    pattern: str | None = None
+    operands: list[str] = []
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w in _GREP_VALUE_OPTIONS and i + 1 < len(words):
+            if w == "-e":
+                pattern = words[i + 1]
+            i += 2
+            continue
+        if w.startswith("-") and w != "-":
+            i += 1
+            continue
+        operands.append(w)
+        i += 1
+    if pattern is None and operands:
+        pattern = operands.pop(0)
+    return pattern, operands[0] if len(operands) == 1 else None
 
 
 def _text_action(text: str) -> Action:

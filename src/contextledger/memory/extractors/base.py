@@ -79,7 +79,8 @@ class Extraction:
             ``recovery``.
         freshness_class: how quickly it goes stale (seed 000 §4.7).
         subject_key: what it is about: ``"file:<path>"``, ``"test:<command>"``,
-            ``"search:<pattern>"``, ``"api:<tool>:<ids>"`` or ``None``.
+            ``"search:<pattern>"`` / ``"search:<pattern> in <folder>"`` (a search inside one
+            file has the file's subject ``"file:<path>"``), ``"api:<tool>:<ids>"`` or ``None``.
         revalidation_tool / revalidation_args: the call that re-checks it (``None`` when
             re-running could have side effects).
         confidence: 0..1; ``confidence_basis`` says why.

@@ -106,8 +106,10 @@ class GeneratedFileExtractor:
         action = resolve_action(item)
         head = item.result_text[:2000]
         if action.verb == "create":
+            # SWE-agent ``create X`` answers with the new (often empty) file's header,
+            # or with nothing at all when called as a function
             return bool(_CREATED.search(head)) or (
-                action.sub == "create" and bool(_SWE_HEADER.search(head))
+                action.sub == "create" and (bool(_SWE_HEADER.search(head)) or bool(action.path))
             )
         return (
             action.verb == "other"

@@ -30,6 +30,8 @@ from contextledger.memory.extractors.textutil import (
     body_ranges,
     cap,
     fmt_int,
+    looks_like_file,
+    normalise_path,
     split_lines,
     unwrap,
 )
@@ -285,6 +287,14 @@ class SearchExtractor:
         if payload["truncated"]:
             limit_parts.append("the tool truncated its own results")
         prov_lines, prov_bytes = body_ranges(item.result_text, body)
+        # a search inside one file is a partial read of that file: its subject is the
+        # file, so a later write makes it stale and the working set lists the file
+        root = payload.get("root")
+        # the same pattern in another folder is another subject (never superseded by it)
+        subject = (f"search:{pattern} in {root}" if isinstance(root, str) and root else f"search:{pattern}") if pattern else None
+        if action.verb != "web_search" and isinstance(root, str) and looks_like_file(root):
+            subject = f"file:{normalise_path(root)}"
+            payload["kind"] = "file_search"
         return Extraction(
             kind="search",
             summary=summary,
@@ -294,7 +304,7 @@ class SearchExtractor:
             freshness_class=FreshnessClass.VOLATILE
             if action.verb == "web_search"
             else FreshnessClass.SESSION,
-            subject_key=f"search:{pattern}" if pattern else None,
+            subject_key=subject,
             revalidation_tool=item.tool_name,
             revalidation_args=dict(item.arguments)
             if item.arguments is not None

@@ -498,7 +498,7 @@ class TestRunExtractor:
             "failures": [f.to_json() for f in report.failures[:MAX_FAILURES]],
             "failures_total": len(report.failures),
         }
-        lines = [f"tests: {cap(command, 160)} → {status}: {_counts_text(report)}"]
+        lines = [f"tests: {cap(command, 160)} → {status}: {_counts_text(report)}" + (f" (Exit code {exit_code})" if exit_code not in (None, 0) else "")]
         if first is not None:
             where = f" ({first.location})" if first.location else ""
             label = "FAILED" if first.kind == "failed" else "ERROR"

@@ -23,6 +23,7 @@ __all__ = [
     "generic_exit_code",
     "head_tail",
     "line_of_offset",
+    "looks_like_file",
     "nonempty",
     "normalise_path",
     "sha256_text",
@@ -200,6 +201,17 @@ def head_tail(lines: list[str], head: int, tail: int) -> tuple[list[str], list[s
     if len(lines) <= head + tail:
         return list(lines), [], 0
     return lines[:head], lines[len(lines) - tail :], len(lines) - head - tail
+
+
+def looks_like_file(path: str) -> bool:
+    """Whether ``path`` names a file rather than a directory: no trailing slash, no glob
+    characters, and a basename with a dot (``guard.ts``, ``.gitignore``, ``Makefile.am``);
+    ``src``, ``lib/`` and ``**/*.py`` do not."""
+    p = path.strip().strip("\"'")
+    if not p or p.endswith(("/", "\\")) or any(ch in p for ch in "*?[]{}"):
+        return False
+    base = p.replace("\\", "/").rsplit("/", 1)[-1]
+    return "." in base and base not in (".", "..")
 
 
 def normalise_path(path: str) -> str:
