@@ -63,6 +63,8 @@ def _rows(tenant: str, conv: str, n: int, branched: bool) -> Iterator[tuple[sa.T
                                     "body": {**common, "id": f"{conv}_mem{seq}", "source_artifact_ids": [aid], "source_tool": "Bash",
                                              "call_id": f"call_{seq - 1}", "summary": "s", "subject_key": subject,
                                              "observed_at": NOW, "created_at": NOW}}
+            for term in ("bash", "succeed", "src", f"f{seq % 300}"):
+                yield S.memory_terms, {**common, "memory_id": f"{conv}_mem{seq}", "term": term}
 
 
 def populate(store: SqlStore, n: int) -> None:
@@ -99,7 +101,7 @@ def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
     """The SELECTs the assembler's candidate collection runs on ``conv_big`` (window 40;
     a three-segment lineage) and on ``conv_noise`` (one segment: the filter indexes must
     still win over the lineage range), plus the memory-by-subject read of memory
-    linking, as (statement, parameters)."""
+    linking and the term-index reads of recall, as (statement, parameters)."""
     captured: list[tuple[str, Any]] = []
 
     def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
@@ -112,6 +114,7 @@ def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
         collect_candidates(store, SCOPE, "conv_noise", None, recent_window=40, max_candidates=200)
         segs = store.lineage(SCOPE, f"{BIG}_b2")
         store.memories(SCOPE, BIG, segs, subject_keys=["file:/src/f7.py"])
+        store.term_matches(SCOPE, BIG, ["src", "succeed"])
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", capture)
     return captured

@@ -58,6 +58,8 @@ def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, s
     assert "ix_tool_calls_status" in _plan_of(out, "tool_calls.status IN")
     assert "ux_tool_artifacts_call_id" in _plan_of(out, "FROM tool_artifacts", "tool_artifacts.call_id IN")
     assert "ix_tool_memories_artifact" in _plan_of(out, "tool_memories.artifact_id IN")
+    # recall: one backward range of the term index per term (bounded by LIMIT)
+    assert "ix_memory_terms_term" in _plan_of(out, "FROM memory_terms")
     assert "ix_tool_memories_subject" in _plan_of(out, "tool_memories.subject_key IN")
     assert "ix_messages_role" in _plan_of(out, "messages.role IN")
     assert "ix_messages_role" in _plan_of(out, "messages.role = ", "messages.kind || ")
