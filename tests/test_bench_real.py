@@ -115,3 +115,25 @@ def test_derive_probes_on_a_recorded_session() -> None:
         ("src/parse.py", "file read or edited"),
     ]
     assert [(f.text, f.outside_call_arguments) for f in must_not] == [("return text.split(',')  # naive split on commas", True)]
+
+
+# -- contextledger alone on every supported real transcript, at both budgets ------------
+
+ALL_FILES = [f.rel for f in real_files(real_data_dir())]
+
+
+@pytest.fixture(scope="module")
+def all_rows() -> dict[tuple[str, int], dict[str, Any]]:
+    rows = run_real(real_files(real_data_dir()), (4000, 16000), strategies=[])
+    return {(r.case, r.budget_tokens): r.as_dict() for r in rows}
+
+
+@pytest.mark.parametrize("budget", [4000, 16000])
+@pytest.mark.parametrize("case", ALL_FILES)
+def test_contextledger_invariants_on_every_real_transcript(all_rows: dict[tuple[str, int], dict[str, Any]], case: str, budget: int) -> None:
+    r = all_rows[(case, budget)]
+    assert r["error"] is None
+    assert (r["must_see_recall"], r["missing"]) == (1.0, [])
+    assert (r["must_not_see_leaks"], r["leaked"]) == (0, [])
+    assert (r["valid"], r["validity_errors"]) == (True, [])
+    assert r["tokens"] <= budget

@@ -200,3 +200,21 @@ def test_cli_scenarios_json(tmp_path: Path) -> None:
     report = json.loads(result.output)
     assert [(r["strategy"], r["case"], r["must_see_recall"]) for r in report["rows"]] == [("contextledger", "seed-4", 1.0)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench-scenarios-tokens.png", "bench-scenarios.json", "bench-scenarios.md"]
+
+
+# -- contextledger alone at 10× history: the facts survive a longer history -----------
+
+
+@pytest.fixture(scope="module")
+def rows_10x() -> dict[str, dict[str, Any]]:
+    return {r.case: r.as_dict() for r in run_scenarios((10,), strategies=[])}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_contextledger_invariants_at_ten_times_the_history(rows_10x: dict[str, dict[str, Any]], case: str) -> None:
+    r = rows_10x[case]
+    assert (r["must_see_recall"], r["missing"]) == (1.0, [])
+    assert (r["must_not_see_leaks"], r["leaked"]) == (0, [])
+    assert r["valid"] and r["tokens"] <= r["budget_tokens"]
+    if case in SEEDS:
+        assert r["reduction"] >= 0.9
