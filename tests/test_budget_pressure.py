@@ -315,3 +315,19 @@ def test_moderator_instructions_stay_candidates_wherever_they_are(ledger: Ledger
     rec.record_message(conv.id, "user", "Pro, your rebuttal.")
     r = ledger.assemble(conv.id, budget_tokens=600, now=T0, persist=False)
     assert "at most 120 words" in json.dumps(r.payload)
+
+
+def test_replay_mode_is_validated_and_recorded(ledger: Ledger) -> None:
+    import pytest
+
+    from contextledger.errors import InputError
+
+    conv = _coding_session(ledger)
+    auto = ledger.assemble(conv.id, budget_tokens=3000, now=T0, persist=False)
+    exact = ledger.assemble(conv.id, budget_tokens=3000, now=T0, persist=False, replay="exact")
+    estimate = ledger.assemble(conv.id, budget_tokens=3000, now=T0, persist=False, replay="estimate")
+    assert (auto.record.replay_mode, exact.record.replay_mode, estimate.record.replay_mode) == ("exact", "exact", "estimate")
+    assert auto.record.replay_tokens == exact.record.replay_tokens > 0 and estimate.record.replay_tokens > 0
+    assert auto.payload == exact.payload == estimate.payload  # the measurement never changes the selection
+    with pytest.raises(InputError, match="unknown replay mode 'fast'"):
+        ledger.assemble(conv.id, persist=False, replay="fast")

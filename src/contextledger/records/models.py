@@ -421,6 +421,8 @@ class ContextAssembly(Record):
     Token fields count the provider payload with the o200k tokenizer including per-message
     and tool-schema overhead.  ``omitted`` maps each omission reason to a count; branch
     exclusions are in ``omitted["out_of_lineage"]`` and reported apart from budget.
+    ``replay_mode`` says how ``replay_tokens`` was measured: ``"exact"`` (the naive
+    request serialized and counted) or ``"estimate"`` (sum of stored per-record counts).
     """
 
     id: str
@@ -438,6 +440,7 @@ class ContextAssembly(Record):
     legacy_message_count: int
     assembled_message_count: int
     replay_tokens: int
+    replay_mode: str = "exact"
     assembled_tokens: int
     token_delta: int
     raw_artifact_count: int
