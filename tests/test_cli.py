@@ -181,3 +181,35 @@ def test_branch_of_another_conversation_is_refused(tmp_path: Path) -> None:
     led.close()
     code, out = cli(tmp_path, "assemble", a.id, "--branch", b.root_branch_id)
     assert code == 1 and "not found" in out
+
+
+def test_lone_surrogates_are_replaced_with_a_note_and_the_batch_goes_on(tmp_path: Path) -> None:
+    bad = tmp_path / "surrogate.json"
+    bad.write_text(json.dumps([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\": \"ls\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "bad \ud800 text"},
+    ]), encoding="utf-8")
+    code, out = cli(tmp_path / "home", "import", str(bad), str(TAU), "--json")
+    assert code == 0, out
+    first, second = json.loads(out)
+    assert first["created"] is True and "replaced lone UTF-16 surrogates (not storable as UTF-8) with U+FFFD in [2]" in first["notes"]
+    assert second["created"] is True  # the next file of the batch was imported
+    from contextledger.ledger import Ledger
+
+    led = Ledger.open(home=tmp_path / "home")
+    try:
+        [art] = led.store.artifacts(led.scope(), first["conversation_id"])
+        assert led.rehydrate(art.id) == "bad \ufffd text".encode()
+    finally:
+        led.close()
+
+
+def test_database_and_folder_errors_are_clean_and_mask_passwords(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["--db", "postgresql+psycopg://postgres:s3cretPW@127.0.0.2:5433/test", "conversations"])
+    assert res.exit_code == 1 and "s3cretPW" not in res.output and "postgres:***@127.0.0.2:5433" in res.output
+    (tmp_path / "afile").write_text("x")
+    code, out = cli(tmp_path / "afile" / "home", "conversations", "--json")
+    assert code == 1
+    err = json.loads(out)
+    assert err["error"] == "BackendError" and "Not a directory" in err["message"] and "Traceback" not in out

@@ -61,7 +61,8 @@ class Ledger:
         See :func:`contextledger.config.resolve_config` for how locations resolve.
 
         Raises:
-            BackendError: the database cannot be opened.
+            BackendError: the database cannot be opened, or its folder or blob folder
+                cannot be created (the message shows the URL with its password masked).
         """
         import sqlalchemy as sa
 
@@ -69,11 +70,17 @@ class Ledger:
 
         cfg: LedgerConfig = resolve_config(db, home, blobs)
         try:
+            shown = sa.engine.make_url(cfg.db_url).render_as_string(hide_password=True)
+        except sa.exc.ArgumentError:
+            shown = "(unparseable URL)"
+        try:
             store = SqlStore(cfg.db_url, LocalBlobStore(cfg.blob_root), inline_threshold_bytes=cfg.inline_threshold_bytes)
         except sa.exc.SQLAlchemyError as exc:
             orig = getattr(exc, "orig", None)
             reason = str(orig) if orig is not None else str(exc)
-            raise BackendError(f"cannot open the database {cfg.db_url!r}: {reason.strip().splitlines()[0] if reason.strip() else type(exc).__name__}") from None
+            raise BackendError(f"cannot open the database {shown!r}: {reason.strip().splitlines()[0] if reason.strip() else type(exc).__name__}") from None
+        except OSError as exc:  # the home or blob folder cannot be created or written
+            raise BackendError(f"cannot open the ledger at {shown!r}: {exc.strerror or exc} ({exc.filename})") from None
         return cls(store, policy=policy)
 
     def close(self) -> None:

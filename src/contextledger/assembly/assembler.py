@@ -251,8 +251,8 @@ class Assembler:
             omitted[OmissionReason.OUT_OF_LINEAGE.value] = omitted.get(OmissionReason.OUT_OF_LINEAGE.value, 0) + outside
         older = max(0, cands.lineage_message_count - len([m for m in cands.messages]))
         if older:
-            omitted[OmissionReason.BUDGET.value] = omitted.get(OmissionReason.BUDGET.value, 0) + older
-            ev.note_bulk("message", OmissionReason.BUDGET, older, "older than the candidate window")
+            omitted[OmissionReason.OUTSIDE_WINDOW.value] = omitted.get(OmissionReason.OUTSIDE_WINDOW.value, 0) + older
+            ev.note_bulk("message", OmissionReason.OUTSIDE_WINDOW, older, "older than the candidate window")
         # the stable prefix: system text, rules, pinned constraints and the tool schemas
         # (sorted by name) — what a provider's prompt cache can reuse between turns
         tool_sig = json.dumps([[t.name, t.description, t.parameters] for t in tools], sort_keys=True, ensure_ascii=False)
@@ -432,7 +432,7 @@ class Assembler:
                 ev.omit_unit(u, OmissionReason.RUNTIME_ONLY, "progress/meta records are runtime-only")
                 continue
             if u.kind == "cut":
-                ev.omit_unit(u, OmissionReason.BUDGET, "its turn is older than the candidate window")
+                ev.omit_unit(u, OmissionReason.OUTSIDE_WINDOW, "its turn is older than the candidate window")
                 continue
             if not ev.unit_visible(u):
                 continue

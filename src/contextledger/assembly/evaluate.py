@@ -73,6 +73,7 @@ REASON_FAMILY: dict[OmissionReason, PolicyFamily] = {
     OmissionReason.REHYDRATION_REFUSED: PolicyFamily.REHYDRATION,
     OmissionReason.OTHER_PARTICIPANT_TOOLS: PolicyFamily.OWNERSHIP,
     OmissionReason.UNSUPPORTED_CONTENT: PolicyFamily.VISIBILITY,
+    OmissionReason.OUTSIDE_WINDOW: PolicyFamily.BUDGET,
 }
 """Which policy family owns each omission reason."""
 

@@ -46,7 +46,7 @@ def scenarios(
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
-    """The scenario suite: seed-1 … seed-6, the seed 000 §9.2 cases, the seed 001 §5 walk-through."""
+    """The scenario suite: the six seed scenarios (seed-1 … seed-6), the recovery, provenance, privacy, branch and participant cases, and the coding-agent walk-through."""
     from contextledger.bench.harness import run_scenarios
     from contextledger.bench.report import build_report
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from contextledger.errors import ContextLedgerError, InputError
 from contextledger.ledger import Ledger
@@ -57,14 +58,20 @@ def emit_json(data: Any) -> None:
 
 @contextmanager
 def fail_cleanly(as_json: bool = False) -> Iterator[None]:
-    """Turn contextledger errors into a one-line message (or JSON) and exit status 1."""
+    """Turn contextledger errors — and file-system errors (a read-only or full disk, a
+    missing permission) — into a one-line message (or JSON) and exit status 1."""
     try:
         yield
-    except ContextLedgerError as exc:
-        if as_json:
-            emit_json({"error": type(exc).__name__, "message": str(exc)})
+    except (ContextLedgerError, OSError) as exc:
+        if isinstance(exc, OSError) and not isinstance(exc, ContextLedgerError):
+            where = f": {exc.filename}" if exc.filename else ""
+            message = f"{exc.strerror or exc}{where}"
         else:
-            err_console.print(f"[red]error:[/red] {exc}", markup=True, soft_wrap=True)
+            message = str(exc)
+        if as_json:
+            emit_json({"error": type(exc).__name__, "message": message})
+        else:
+            err_console.print(f"[red]error:[/red] {escape(message)}", markup=True, soft_wrap=True)
         raise typer.Exit(1) from None
 
 

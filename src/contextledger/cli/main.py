@@ -77,7 +77,7 @@ def import_cmd(
             console.print(
                 f"{status}: {r['path']} → [bold]{r['conversation_id']}[/bold] ({r['format']}): "
                 f"{r['messages']} messages, {r['tool_calls']} tool calls, {r['artifacts']} artifacts, "
-                f"{r['pending_calls']} pending, {r['branches']} branches"
+                f"{r['pending_calls']} pending, {r['branches']} branch{'' if r['branches'] == 1 else 'es'}"
             )
             for n in r["notes"][:10]:
                 console.print(f"  note: {n}", soft_wrap=True)

@@ -33,8 +33,7 @@ def show(
     if as_json:
         emit_json({"version": pol.version, "policy": pol.model_dump(mode="json")})
     else:
-        console.print(f"# version: {pol.version}", markup=False)
-        console.print(policy_to_toml(pol), markup=False, soft_wrap=True)
+        console.print(policy_to_toml(pol), markup=False, soft_wrap=True)  # opens with "# version: …"
 
 
 @app.command("validate")

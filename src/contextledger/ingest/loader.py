@@ -23,6 +23,7 @@ nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -136,6 +137,7 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
     from contextledger.policy.pinning import pin_constraints_in
 
     store = ledger.store
+    _replace_lone_surrogates(t)
     if t.content_key:
         existing = store.find_conversation_by_content_key(scope, t.content_key)
         if existing is not None:
@@ -352,6 +354,49 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
         result.branches = len(branches)
         result.participants = max(1, len(parts_by_key))
     return result
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrub(value: Any) -> tuple[Any, int]:
+    if isinstance(value, str):
+        return _SURROGATE.subn("\ufffd", value)
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        n = 0
+        for k, v in value.items():
+            out[k], c = _scrub(v)
+            n += c
+        return out, n
+    if isinstance(value, list):
+        items = [_scrub(v) for v in value]
+        return [v for v, _ in items], sum(c for _, c in items)
+    return value, 0
+
+
+def _replace_lone_surrogates(t: ImportedTranscript) -> None:
+    """Lone UTF-16 surrogates (``"\\ud800"`` escapes in a JSON transcript) cannot be
+    stored as UTF-8: each becomes U+FFFD, and an import note names the records touched
+    (the source file itself is not changed)."""
+    touched: list[str] = []
+    for m in t.messages:
+        count = 0
+        parts = []
+        for p in m.parts:
+            dumped = p.model_dump()
+            clean, n = _scrub(dumped)
+            parts.append(type(p).model_validate(clean) if n else p)
+            count += n
+        meta, n = _scrub(m.metadata)
+        count += n
+        if count:
+            m.parts = parts
+            m.metadata = meta
+            touched.append(m.source_ref or m.key)
+    if touched:
+        shown = ", ".join(touched[:5]) + (f" and {len(touched) - 5} more" if len(touched) > 5 else "")
+        t.notes.append(f"replaced lone UTF-16 surrogates (not storable as UTF-8) with U+FFFD in {shown}")
 
 
 def _report_decision(msg: Message, artifact_id: str, memory: ToolMemory, child: Participant, now: datetime) -> PolicyDecision:

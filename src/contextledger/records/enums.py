@@ -267,3 +267,4 @@ class OmissionReason(StrEnum):
     REHYDRATION_REFUSED = "rehydration_refused"
     OTHER_PARTICIPANT_TOOLS = "other_participant_tools"
     UNSUPPORTED_CONTENT = "unsupported_content"
+    OUTSIDE_WINDOW = "outside_window"
