@@ -26,10 +26,16 @@ FILES = [
 ID_SENSITIVE = ("timings_ms", "assembled_tokens", "buckets", "reduction", "token_delta", "payload_sha256")
 
 
+IMPORTED_AT = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\dZ\b")
+
+
 def normalise(data: Any) -> str:
     data = {k: v for k, v in data.items() if k not in ID_SENSITIVE}
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)
     seen: dict[str, str] = {}
+    # a transcript without timestamps is observed at import time: two imports may fall
+    # in different minutes, which memory texts show ("observed 2026-…T05:52Z")
+    text = IMPORTED_AT.sub("<minute>", text)
     return ID.sub(lambda m: seen.setdefault(m.group(0), f"<id{len(seen)}>"), text)
 
 
