@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from contextledger.cli.common import console, emit_json, fail_cleanly, parse_now, state
 from contextledger.errors import ContextLedgerError, InputError
@@ -102,7 +102,10 @@ def conversations_cmd(as_json: JsonOpt = False) -> None:
             for r in rows
         ])
         return
-    table = Table("conversation", "title", "messages", "tool calls", "artifacts", "source")
+    table = Table("title", "messages", "tool calls", "artifacts", "source")
+    # ids are never cut: every other command needs them whole (the id column goes first,
+    # unwrappable; the other columns give way)
+    table.columns.insert(0, Column("conversation", no_wrap=True, min_width=31))
     for r in rows:
         table.add_row(r.conversation.id, r.conversation.title[:40], str(r.message_count), str(r.tool_call_count), str(r.artifact_count), r.conversation.source)
     console.print(table)
@@ -144,7 +147,8 @@ def assemble_cmd(
         return
     _print_assembly(data)
     if trace and res.record.trace:
-        table = Table("record", "kind", "family", "decision", "reason", "detail")
+        table = Table("kind", "family", "decision", "reason", "detail")
+        table.columns.insert(0, Column("record", no_wrap=True, min_width=30))
         for d in res.record.trace:
             table.add_row(str(d["record_id"]), str(d["record_kind"]), str(d["family"]), str(d["decision"]), str(d["reason"]), str(d.get("detail", d.get("shape", ""))))
         console.print(table)
