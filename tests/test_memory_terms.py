@@ -52,3 +52,29 @@ def test_writer_indexes_terms_and_migration_backfills_the_same_rows(backend_url:
 def test_terms_of_a_partial_body() -> None:
     assert terms_of(None, None, None) == []
     assert terms_of("crm_get_account", "Northwind stage", {"ids": [{"label": "Renewal"}, "junk"]}) == ["crm", "account", "northwind", "stag", "renew"]
+
+
+def test_reads_by_id_stay_inside_the_scope(backend_url: str, tmp_path: Path) -> None:
+    from contextledger.store.base import Scope
+
+    led = Ledger.open(backend_url, blobs=str(tmp_path / "blobs"))
+    try:
+        rec = led.recorder()
+        conv = rec.start_conversation(title="t")
+        rec.record_message(conv.id, "user", "read it")
+        rec.record_assistant(conv.id, tool_calls=[{"call_id": "c1", "tool_name": "Read", "arguments": {"file_path": "src/a.py"}}])
+        rec.record_tool_result(conv.id, "c1", "1\tx = 1")
+        scope = led.scope()
+        [mem] = led.store.memories(scope, conv.id)
+        [art] = led.store.artifacts(scope, conv.id)
+        other = Scope(tenant_id="someone-else")
+        assert led.store.memories(scope, conv.id, ids=[mem.id]) == [mem]
+        assert led.store.memories(other, conv.id, ids=[mem.id]) == []
+        assert led.store.memories(scope, "conv_other", ids=[mem.id]) == []
+        assert led.store.artifacts(scope, conv.id, ids=[art.id]) == [art]
+        assert led.store.artifacts(other, conv.id, ids=[art.id]) == []
+        segs = led.store.lineage(scope, conv.root_branch_id)
+        assert [m.id for m in led.store.recent_subject_memories(scope, conv.id, segs, "file:")] == [mem.id]
+        assert led.store.recent_subject_memories(other, conv.id, segs, "file:") == []
+    finally:
+        led.close()

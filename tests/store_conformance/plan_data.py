@@ -101,7 +101,8 @@ def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
     """The SELECTs the assembler's candidate collection runs on ``conv_big`` (window 40;
     a three-segment lineage) and on ``conv_noise`` (one segment: the filter indexes must
     still win over the lineage range), plus the memory-by-subject read of memory
-    linking and the term-index reads of recall, as (statement, parameters)."""
+    linking, the term-index and by-id reads of recall and the working-set read, as
+    (statement, parameters)."""
     captured: list[tuple[str, Any]] = []
 
     def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
@@ -115,6 +116,9 @@ def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
         segs = store.lineage(SCOPE, f"{BIG}_b2")
         store.memories(SCOPE, BIG, segs, subject_keys=["file:/src/f7.py"])
         store.term_matches(SCOPE, BIG, ["src", "succeed"])
+        store.memories(SCOPE, BIG, ids=[f"{BIG}_mem{n}" for n in (2, 4, 6)])
+        store.artifacts(SCOPE, BIG, ids=[f"{BIG}_a{n}" for n in (2, 4, 6)])
+        store.recent_subject_memories(SCOPE, BIG, segs, "file:", limit=40)
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", capture)
     return captured

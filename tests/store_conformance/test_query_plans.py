@@ -60,6 +60,12 @@ def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, s
     assert "ix_tool_memories_artifact" in _plan_of(out, "tool_memories.artifact_id IN")
     # recall: one backward range of the term index per term (bounded by LIMIT)
     assert "ix_memory_terms_term" in _plan_of(out, "FROM memory_terms")
+    # reads by id go through the primary key, never a (tenant, conversation) range
+    pk = ("sqlite_autoindex_tool_memories_1", "sqlite_autoindex_tool_artifacts_1") if dialect == "sqlite" else ("tool_memories_pkey", "tool_artifacts_pkey")
+    assert pk[0] in _plan_of(out, "tool_memories.id IN")
+    assert pk[1] in _plan_of(out, "tool_artifacts.id IN")
+    # the working set: the newest memories of each segment, then the file subjects
+    assert "ix_tool_memories_lineage" in _plan_of(out, "FROM tool_memories", "tool_memories.subject_key AS subject_key")
     assert "ix_tool_memories_subject" in _plan_of(out, "tool_memories.subject_key IN")
     assert "ix_messages_role" in _plan_of(out, "messages.role IN")
     assert "ix_messages_role" in _plan_of(out, "messages.role = ", "messages.kind || ")

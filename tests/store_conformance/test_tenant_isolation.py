@@ -248,6 +248,7 @@ SCOPED_CALLS: dict[str, Callable[[SqlStore, Any], Any]] = {
     "lineage_totals": lambda s, sc: s.lineage_totals(sc, "c", SEG),
     "outside_lineage_counts": lambda s, sc: s.outside_lineage_counts(sc, "c", SEG),
     "term_matches": lambda s, sc: s.term_matches(sc, "c", ["x"]),
+    "recent_subject_memories": lambda s, sc: s.recent_subject_memories(sc, "c", SEG, "file:"),
     "tool_calls": lambda s, sc: s.tool_calls(sc, "c"),
     "get_tool_call": lambda s, sc: s.get_tool_call(sc, "c", "x"),
     "artifacts": lambda s, sc: s.artifacts(sc, "c"),

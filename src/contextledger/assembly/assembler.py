@@ -233,7 +233,7 @@ class Assembler:
         system = system_blocks(cands.messages, rules)
         tools = self._tool_schemas(cands, viewer)
         ws = self.policy.working_set
-        files = self.store.memories(scope, conversation_id, cands.segments, subject_prefix="file:", last=4 * ws.max_files) if ws.max_files and ws.max_share else []
+        files = self.store.recent_subject_memories(scope, conversation_id, cands.segments, "file:", limit=4 * ws.max_files) if ws.max_files and ws.max_share else []
         pieces, retrieval = self._pieces(cands, units, ev, now, budget, files)
         request, selected, rehydrated = self._select(system, tools, pieces, retrieval, ev, budget, provider, scope, count_payload_tokens, serialize)
         t2 = time.perf_counter()

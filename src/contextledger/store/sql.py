@@ -1193,11 +1193,13 @@ class SqlStore:
         """Tool artifacts in ``seq`` order, optionally filtered."""
         scope = require_scope(scope)
         t = S.tool_artifacts
-        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        if ids is not None:
+            # by id the primary key decides (see ``memories``): scope checked, not indexed
+            stmt = sa.select(t.c.body).where(t.c.id.in_(list(ids)), t.c.tenant_id.concat("") == scope.tenant_id, t.c.conversation_id.concat("") == conversation_id)
+        else:
+            stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
         if segments is not None:
             stmt = stmt.where(_segments_clause(t, segments))
-        if ids is not None:
-            stmt = stmt.where(t.c.id.in_(list(ids)))
         if call_ids is not None:
             stmt = stmt.where(t.c.call_id.in_(list(call_ids)))
         if ids is None and call_ids is None:
@@ -1268,11 +1270,15 @@ class SqlStore:
         """Tool memories in ``seq`` order (``last``: only the newest N)."""
         scope = require_scope(scope)
         t = S.tool_memories
-        stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+        if ids is not None:
+            # by id the primary key decides: the scope is still checked, but in a form no
+            # (tenant, conversation, …) index can serve — SQLite without statistics
+            # would otherwise range over the whole conversation to find a few ids
+            stmt = sa.select(t.c.body).where(t.c.id.in_(list(ids)), t.c.tenant_id.concat("") == scope.tenant_id, t.c.conversation_id.concat("") == conversation_id)
+        else:
+            stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
         if segments is not None and (last is None or len(segments) <= 1):
             stmt = stmt.where(_segments_clause(t, segments))
-        if ids is not None:
-            stmt = stmt.where(t.c.id.in_(list(ids)))
         if subject_keys is not None:
             stmt = stmt.where(t.c.subject_key.in_(list(subject_keys)))
         if subject_prefix is not None:
@@ -1289,6 +1295,46 @@ class SqlStore:
             stmt = stmt.order_by(t.c.seq)
         # with a filter, no ORDER BY (see ``messages``): sorted here
         return sorted(self._rows(stmt, ToolMemory, conn), key=lambda m: (m.seq, m.id))
+
+    def recent_subject_memories(
+        self,
+        scope: Scope | None,
+        conversation_id: str,
+        segments: Sequence[LineageSegment],
+        subject_prefix: str,
+        *,
+        scan: int = 2000,
+        limit: int = 400,
+        conn: Connection | None = None,
+    ) -> list[ToolMemory]:
+        """The newest ``limit`` memories whose ``subject_key`` starts with
+        ``subject_prefix`` among the newest ``scan`` memories of each lineage segment (in
+        ``seq`` order).  Bounded work whatever the history: per segment one backward
+        range of ``ix_tool_memories_lineage`` reading at most ``scan`` entries, then the
+        matching rows by primary key — unlike a prefix range over the subject index,
+        which reads every matching memory of the conversation to sort them."""
+        scope = require_scope(scope)
+        t = S.tool_memories
+        windows = []
+        for seg in segments:
+            inner = (
+                sa.select(t.c.id, t.c.seq, t.c.subject_key)
+                .where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, _segments_clause(t, [seg]))
+                .order_by(t.c.seq.desc())
+                .limit(scan)
+                .subquery()
+            )
+            windows.append(sa.select(inner.c.id, inner.c.seq).where(inner.c.subject_key >= subject_prefix, inner.c.subject_key < subject_prefix + "\uffff"))
+        if not windows:
+            return []
+        union = sa.union_all(*windows).subquery()
+        stmt = sa.select(union.c.id).order_by(union.c.seq.desc(), union.c.id.desc()).limit(limit)
+        if conn is None:
+            with self.reader() as c:
+                ids = [r.id for r in c.execute(stmt)]
+        else:
+            ids = [r.id for r in conn.execute(stmt)]
+        return self.memories(scope, conversation_id, ids=ids, conn=conn) if ids else []
 
     def term_matches(
         self, scope: Scope | None, conversation_id: str, terms: Iterable[str], *, per_term: int = 64, conn: Connection | None = None
