@@ -163,6 +163,10 @@ class _Piece:
     working_set: bool = False
 
 
+WORKING_SET_SCAN = 600
+"""The working set lists the files among the newest this-many memories of each lineage
+segment (bounded work per assembly)."""
+
 AUTO_EXACT_MAX_MESSAGES = 1000
 """``replay="auto"`` counts the replay exactly up to this many lineage messages."""
 
@@ -233,7 +237,7 @@ class Assembler:
         system = system_blocks(cands.messages, rules)
         tools = self._tool_schemas(cands, viewer)
         ws = self.policy.working_set
-        files = self.store.recent_subject_memories(scope, conversation_id, cands.segments, "file:", limit=4 * ws.max_files) if ws.max_files and ws.max_share else []
+        files = self.store.recent_subject_memories(scope, conversation_id, cands.segments, "file:", scan=WORKING_SET_SCAN, limit=4 * ws.max_files) if ws.max_files and ws.max_share else []
         pieces, retrieval = self._pieces(cands, units, ev, now, budget, files)
         request, selected, rehydrated = self._select(system, tools, pieces, retrieval, ev, budget, provider, scope, count_payload_tokens, serialize)
         t2 = time.perf_counter()
@@ -462,11 +466,15 @@ class Assembler:
             used += c
             share_start = i
         if share_start > 0:
-            full = used + sum(
-                self._render_unit(visible_units[i], ev.quiet(), raw=True, bucket="recent_tail", mandatory=False, order=(0, 0)).cost
-                for i in range(share_start)
-            )
-            if full <= cap / max(self.policy.recent_tail.max_share, 1e-9) * 0.9:
+            # does the whole history fit raw?  Stop summing as soon as it cannot (the
+            # answer is the same; a long history is not rendered once more for nothing)
+            limit = cap / max(self.policy.recent_tail.max_share, 1e-9) * 0.9
+            full = used
+            for i in range(share_start - 1, -1, -1):
+                full += self._render_unit(visible_units[i], ev.quiet(), raw=True, bucket="recent_tail", mandatory=False, order=(0, 0)).cost
+                if full > limit:
+                    break
+            if full <= limit:
                 share_start = 0  # the whole history fits raw: nothing to reduce
         tail_start = max(tail_start, share_start)
         pieces: list[_Piece] = []
