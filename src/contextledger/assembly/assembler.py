@@ -875,35 +875,33 @@ class Assembler:
         # the tool declarations); give it back first to the newest dropped user messages
         # (the user's own words), then to the most valuable evicted evidence lines, then
         # to the newest dropped assistant messages
-        def refill_chat(total: int, kind: str) -> int:
+        def give_back(total: int, target: list[_Piece], candidates: list[_Piece], restore: Any) -> int:
             # membership by identity: pieces are distinct objects, and comparing them
             # field by field (messages, parts) was most of the refill's time
-            for p in sorted((p for p in self._dropped_chat if p.unit is not None and p.unit.kind == kind), key=lambda p: p.order, reverse=True)[:8]:
-                if any(x is p for x in chosen) or total + p.cost > budget:
+            for p in candidates:
+                if any(x is p for x in target) or total + p.cost > budget:
                     continue
-                chosen.append(p)
+                target.append(p)
                 trial = exact(build(chosen, notes, sysb))
                 if trial <= budget:
                     total = trial
-                    for m in p.unit.messages if p.unit is not None else ():
-                        ev.restore(m.id, "message", "room freed by later drop steps")
+                    restore(p)
                 else:
-                    chosen.pop()
+                    target.pop()
             return total
 
+        def dropped_chat(kind: str) -> list[_Piece]:
+            return sorted((p for p in self._dropped_chat if p.unit is not None and p.unit.kind == kind), key=lambda p: p.order, reverse=True)[:8]
+
+        def restore_chat(p: _Piece) -> None:
+            for m in p.unit.messages if p.unit is not None else ():
+                ev.restore(m.id, "message", "room freed by later drop steps")
+
         def refill(total: int) -> int:
-            total = refill_chat(total, "user")
-            for n in sorted(self._evicted, key=self._evict_key, reverse=True)[:24]:
-                if any(x is n for x in notes) or total + n.cost > budget:
-                    continue
-                notes.append(n)
-                trial = exact(build(chosen, notes, sysb))
-                if trial <= budget:
-                    total = trial
-                    ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps")
-                else:
-                    notes.pop()
-            return refill_chat(total, "assistant")
+            total = give_back(total, chosen, dropped_chat("user"), restore_chat)
+            lines = sorted(self._evicted, key=self._evict_key, reverse=True)[:24]
+            total = give_back(total, notes, lines, lambda n: ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps"))
+            return give_back(total, chosen, dropped_chat("assistant"), restore_chat)
 
         total = refill(total)
         req = build(chosen, notes, sysb)
