@@ -3,7 +3,8 @@
 * :func:`plot_tokens` — tokens per strategy per case (log scale), one panel per history
   multiplier or budget; contextledger's bars are outlined.
 * :func:`plot_latency` — assembly latency p50/p95/p99 (ms) versus the number of tool
-  artifacts in the conversation, one line per backend and percentile (log–log).
+  artifacts in the conversation, one line per backend, history shape and percentile
+  (log–log).
 """
 
 from __future__ import annotations
@@ -55,14 +56,16 @@ def plot_tokens(report: Mapping[str, Any], path: Path) -> Path:
 
 
 def plot_latency(report: Mapping[str, Any], path: Path) -> Path:
-    """Latency percentiles (ms) versus artifact count per backend (log–log); returns ``path``."""
+    """Latency percentiles (ms) versus artifact count, one series per backend × history
+    shape (rows without ``shape`` are ``pipeline``), log–log; returns ``path``."""
     points: list[Mapping[str, Any]] = report.get("scale", [])
     fig, ax = plt.subplots(figsize=(8, 5))
-    for backend in sorted({p["backend"] for p in points}):
-        sel = sorted((p for p in points if p["backend"] == backend), key=lambda p: p["artifacts"])
+    series = sorted({(p["backend"], p.get("shape", "pipeline")) for p in points})
+    for backend, shape in series:
+        sel = sorted((p for p in points if p["backend"] == backend and p.get("shape", "pipeline") == shape), key=lambda p: p["artifacts"])
         xs = [p["artifacts"] for p in sel]
         for pct, style in (("p50_ms", "-o"), ("p95_ms", "--s"), ("p99_ms", ":^")):
-            ax.plot(xs, [p[pct] for p in sel], style, label=f"{backend} {pct[:3]}")
+            ax.plot(xs, [p[pct] for p in sel], style, label=f"{backend} {shape} {pct[:3]}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("tool artifacts in the conversation")

@@ -12,7 +12,8 @@ JSON shape (issue "Prove it")::
 Markdown: for ``scenarios`` and ``real``, one pivot table per history multiplier / budget
 (rows = cases, columns = strategies, a cell = reduction, recall, leaks and ✗ when the
 payload is provider-invalid) plus contextledger's detail table (tokens, must-see tokens,
-floor ratio, what was missing or leaked); for ``scale``, the latency and throughput table.
+floor ratio, what was missing or leaked); for ``scale``, the latency and throughput table
+(one row per backend × history shape × size; a row without ``shape`` is ``pipeline``).
 """
 
 from __future__ import annotations
@@ -129,12 +130,12 @@ def detail_table(rows: Sequence[Mapping[str, Any]], strategy: str = CONTEXTLEDGE
 
 def _scale_table(report: Mapping[str, Any]) -> str:
     lines = [
-        "| backend | artifacts | p50 ms | p95 ms | p99 ms | peak KiB | candidates | record/s (inline) | record/s (blobs) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| backend | shape | artifacts | p50 ms | p95 ms | p99 ms | peak KiB | candidates | record/s (inline) | record/s (blobs) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in report.get("scale", []):
         lines.append(
-            f"| {p['backend']} | {p['artifacts']} | {p['p50_ms']:.2f} | {p['p95_ms']:.2f} | {p['p99_ms']:.2f} | {p['peak_bytes'] / 1024:.0f} | "
+            f"| {p['backend']} | {p.get('shape', 'pipeline')} | {p['artifacts']} | {p['p50_ms']:.2f} | {p['p95_ms']:.2f} | {p['p99_ms']:.2f} | {p['peak_bytes'] / 1024:.0f} | "
             f"{p.get('candidate_messages', '')} | {p['record_per_s']:.0f} | {p.get('record_blob_per_s', 0):.0f} |"
         )
     return "\n".join(lines)

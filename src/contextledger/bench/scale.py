@@ -13,6 +13,13 @@ allocations during one extra assembly (``tracemalloc``, bytes) and the size of t
 bounded candidate set (messages).  On PostgreSQL the history is ``ANALYZE``d before
 timing (planner statistics, as autovacuum provides on a running server).
 
+Two history shapes (``shape``): ``"pipeline"`` (above: one tool, no file memories) and
+``"coding"`` (:mod:`contextledger.bench.scale_coding`: a coding agent reading, searching,
+editing and testing a repository of a few hundred files, so the working-set read and the
+file freshness rules run at scale).  The pipeline shape is assembled at ``now`` = the
+first call + 1 day; the coding shape one minute after its last call (the agent's next
+request), so its reads are stale because of later edits, not because of their age.
+
 Recording throughput (artifacts/s) is the wall time of recording the ``n`` inline
 results (payload ≈ 600 bytes); the blob variant records ``min(n, 1000)`` results of
 ≈ 6 KB each, above the 4,096-byte inline threshold, so every payload goes to the blob
@@ -38,10 +45,13 @@ from contextledger.assembly.candidates import collect_candidates
 from contextledger.ledger import Ledger
 from contextledger.records.enums import RuntimeKind, Visibility
 
-__all__ = ["DEFAULT_SIZES", "ScalePoint", "build_history", "measure_point", "run_scale"]
+__all__ = ["DEFAULT_SIZES", "SHAPES", "ScalePoint", "build_history", "build_shape", "measure_point", "run_scale", "scale_now"]
 
 DEFAULT_SIZES = (100, 1_000, 10_000, 100_000)
 """Artifact counts of the full scale run."""
+
+SHAPES = ("pipeline", "coding")
+"""History shapes of the scale run (module docstring)."""
 
 _T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 _BUDGET = 4000
@@ -49,7 +59,8 @@ _BUDGET = 4000
 
 @dataclass(kw_only=True)
 class ScalePoint:
-    """One backend × size measurement (times in ms, memory in bytes, rates per second)."""
+    """One backend × shape × size measurement (times in ms, memory in bytes, rates per
+    second); ``shape`` is one of :data:`SHAPES`."""
 
     backend: str
     artifacts: int
@@ -65,6 +76,7 @@ class ScalePoint:
     record_per_s: float
     record_blob_per_s: float
     replay_estimated: bool = True
+    shape: str = "pipeline"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -109,6 +121,43 @@ def build_history(ledger: Ledger, n: int, *, payload_bytes: int = 600) -> tuple[
     return conv.id, time.perf_counter() - t0
 
 
+def _check_shape(shape: str) -> None:
+    from contextledger.errors import InputError
+
+    if shape not in SHAPES:
+        raise InputError(f"unknown history shape {shape!r}; expected {' or '.join(SHAPES)}")
+
+
+def build_shape(ledger: Ledger, n: int, shape: str = "pipeline") -> tuple[str, float]:
+    """Record the ``shape`` history with ``n`` tool artifacts on its main branch:
+    :func:`build_history` (``"pipeline"``) or
+    :func:`~contextledger.bench.scale_coding.build_coding_history` (``"coding"``).
+
+    Returns ``(conversation_id, recording seconds)``.
+
+    Raises:
+        InputError: unknown ``shape``.
+    """
+    _check_shape(shape)
+    if shape == "coding":
+        from contextledger.bench.scale_coding import build_coding_history
+
+        return build_coding_history(ledger, n)
+    return build_history(ledger, n)
+
+
+def scale_now(n: int, shape: str = "pipeline") -> datetime:
+    """The ``now`` a history of ``n`` artifacts is assembled at (module docstring).
+
+    Raises:
+        InputError: unknown ``shape``.
+    """
+    _check_shape(shape)
+    if shape == "coding":
+        return _T0 + timedelta(seconds=n + 60)
+    return _T0 + timedelta(days=1)
+
+
 def _blob_rate(ledger: Ledger, n: int) -> float:
     rec = ledger.recorder()
     conv = rec.start_conversation(title="blob throughput")
@@ -131,9 +180,14 @@ def _pct(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_records: int | None = None) -> ScalePoint:
-    """Record ``n`` artifacts into ``ledger`` and measure (see module docstring)."""
-    conv_id, seconds = build_history(ledger, n)
+def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_records: int | None = None, shape: str = "pipeline") -> ScalePoint:
+    """Record the ``shape`` history with ``n`` artifacts into ``ledger`` and measure (see
+    module docstring).
+
+    Raises:
+        InputError: unknown ``shape``.
+    """
+    conv_id, seconds = build_shape(ledger, n, shape)
     if ledger.store.dialect == "postgresql":
         # planner statistics for the new rows (what autovacuum's analyze gives a server
         # that has run a while); without them PostgreSQL guesses one row per table and
@@ -141,7 +195,7 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
         # statistics, as an embedded ledger does.
         with ledger.store.engine.connect() as c:
             c.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
-    now = _T0 + timedelta(days=1)
+    now = scale_now(n, shape)
     times: list[float] = []
     res = None
     for _ in range(runs + 2):
@@ -162,6 +216,7 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
         candidate_messages=len(cands.messages), assembled_tokens=res.record.assembled_tokens,
         replay_tokens_estimate=res.record.replay_tokens, record_per_s=round(n / seconds, 1),
         record_blob_per_s=round(_blob_rate(ledger, blob_records if blob_records is not None else min(n, 1000)), 1),
+        shape=shape,
     )
 
 
@@ -172,29 +227,34 @@ def run_scale(
     pg_url: str | None = None,
     runs: int = 30,
     workdir: str | None = None,
+    shapes: Sequence[str] = ("pipeline",),
 ) -> list[ScalePoint]:
-    """Measure every size on every backend: ``"sqlite"`` (a fresh database file per size)
-    and ``"postgresql"`` (the database at ``pg_url``, one conversation per size).
+    """Measure every size of every shape on every backend (rows in that order):
+    ``"sqlite"`` (a fresh database file per shape and size) and ``"postgresql"`` (the
+    database at ``pg_url``, one conversation per shape and size).
 
     Raises:
-        InputError / BackendError: ``"postgresql"`` without a reachable ``pg_url``.
+        InputError: an unknown shape or backend, ``"postgresql"`` without ``pg_url``.
+        BackendError: an unreachable ``pg_url``.
     """
     from contextledger.errors import InputError
 
+    for shape in shapes:
+        _check_shape(shape)
     points: list[ScalePoint] = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        for backend in backends:
-            for n in sizes:
-                if backend == "sqlite":
-                    ledger = Ledger.open(f"sqlite:///{Path(tmp) / f'scale-{n}.db'}", blobs=Path(tmp) / "blobs")
-                elif backend == "postgresql":
-                    if not pg_url:
-                        raise InputError("the postgresql scale run needs --pg URL (an empty database)")
-                    ledger = Ledger.open(pg_url, blobs=Path(tmp) / "blobs")
-                else:
-                    raise InputError(f"unknown backend {backend!r}; expected sqlite or postgresql")
-                try:
-                    points.append(measure_point(ledger, backend, n, runs=runs))
-                finally:
-                    ledger.close()
+        for backend, shape, n in [(b, s, n) for b in backends for s in shapes for n in sizes]:
+            if backend == "sqlite":
+                name = f"scale-{n}.db" if shape == "pipeline" else f"scale-{shape}-{n}.db"
+                ledger = Ledger.open(f"sqlite:///{Path(tmp) / name}", blobs=Path(tmp) / "blobs")
+            elif backend == "postgresql":
+                if not pg_url:
+                    raise InputError("the postgresql scale run needs --pg URL (an empty database)")
+                ledger = Ledger.open(pg_url, blobs=Path(tmp) / "blobs")
+            else:
+                raise InputError(f"unknown backend {backend!r}; expected sqlite or postgresql")
+            try:
+                points.append(measure_point(ledger, backend, n, runs=runs, shape=shape))
+            finally:
+                ledger.close()
     return points

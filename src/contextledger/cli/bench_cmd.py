@@ -90,13 +90,18 @@ def scale(
     backend: Annotated[list[str] | None, typer.Option("--backend", help="sqlite and/or postgresql (repeatable).")] = None,
     pg: Annotated[str | None, typer.Option("--pg", help="URL of an empty PostgreSQL database for the postgresql backend.")] = None,
     runs: Annotated[int, typer.Option("--runs", help="Timed assemblies per point.")] = 30,
+    shape: Annotated[str, typer.Option("--shape", help="History shape: pipeline, coding or all (one row per backend × shape × size).")] = "all",
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
     """Assembly latency p50/p95/p99 and peak memory vs history size; recording throughput."""
     from contextledger.bench.report import build_report
-    from contextledger.bench.scale import run_scale
+    from contextledger.bench.scale import SHAPES, run_scale
+    from contextledger.errors import InputError
 
     with fail_cleanly(as_json):
-        points = run_scale(_ints(sizes), backends=backend or ["sqlite"], pg_url=pg, runs=runs)
+        if shape != "all" and shape not in SHAPES:
+            raise InputError(f"unknown --shape {shape!r}; expected {', '.join(SHAPES)} or all")
+        shapes = list(SHAPES) if shape == "all" else [shape]
+        points = run_scale(_ints(sizes), backends=backend or ["sqlite"], pg_url=pg, runs=runs, shapes=shapes)
     _finish(build_report("scale", [], scale=[p.as_dict() for p in points]), out, as_json)
