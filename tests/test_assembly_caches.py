@@ -158,3 +158,63 @@ def test_now_is_part_of_the_assembly_not_of_the_caches(sqlite_ledger: Ledger) ->
     assert b.payload == c.payload
     assert b.record.omitted == c.record.omitted
     assert a.payload != b.payload  # ages of stale markers moved on
+
+
+def test_memory_views_are_decided_per_viewer_provider_and_policy(sqlite_ledger: Ledger) -> None:
+    """Memory views are decided once per record and (policy version, provider, viewer)
+    across requests: assembling for one participant, then another, then with another
+    provider, with warm caches, equals each assembly with cold caches — participant A's
+    private memories never reach B through a cached view."""
+    led = sqlite_ledger
+    case = get_scenario("seed-5").build(led, 10)
+    parts = led.store.participants(led.scope(), case.conversation_id)
+    viewers = [p.id for p in parts if p.parent_participant_id is None]
+    assert len(viewers) >= 2
+    combos = [(v, prov) for v in viewers for prov in ("anthropic", "openai-chat")]
+
+    def one(viewer: str, provider: str) -> dict[str, Any]:
+        res = led.assemble(case.conversation_id, participant_id=viewer, provider=provider, budget_tokens=case.budget_tokens, now=case.now, persist=False, trace=True)
+        out = res.as_dict()
+        out.pop("assembly_id")
+        out.pop("timings_ms")
+        return out
+
+    warm = [one(v, p) for v, p in combos]
+    cold = []
+    for v, p in combos:
+        _clear_caches()
+        cold.append(one(v, p))
+    for a, b in zip(cold, warm, strict=True):
+        assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+    # the views differ between viewers (the private notes are A's only)
+    by_viewer = {v: json.dumps(w["payload"], ensure_ascii=False) for (v, p), w in zip(combos, warm, strict=True) if p == "anthropic"}
+    assert len(set(by_viewer.values())) == len(viewers)
+
+
+def test_absorb_keeps_a_probe_trace_only_when_it_would_be_the_same() -> None:
+    """``Evaluator.absorb`` records what a scratch copy recorded (bucket renamed), and
+    refuses — recording nothing — when a record the scratch omitted is already omitted
+    in the trace (its first reason could be read back differently)."""
+    from datetime import UTC, datetime
+
+    from contextledger.assembly.evaluate import Evaluator
+    from contextledger.policy.loader import default_policy
+    from contextledger.records.enums import OmissionReason, Shape
+
+    ev = Evaluator(default_policy(), provider="openai-chat", now=datetime(2026, 1, 1, tzinfo=UTC), viewer=None, participants=[])
+    scratch = ev.quiet()
+    scratch.include("msg_1", "message", Shape.RAW, "\x00probe")
+    scratch.include("art_1", "artifact", Shape.RAW, "raw")
+    scratch.omit_record("mem_1", "memory", OmissionReason.STALE, "stale")
+    assert ev.decisions == []
+    assert ev.absorb(scratch, bucket=("\x00probe", "recent_tail"))
+    assert [(d["record_id"], d.get("bucket")) for d in ev.decisions] == [("msg_1", "recent_tail"), ("art_1", "raw"), ("mem_1", None)]
+    assert ev.last_reason("mem_1") == "stale"
+    assert scratch.decisions[0]["bucket"] == "\x00probe"  # the scratch trace is not changed
+
+    other = ev.quiet()
+    other.omit_record("mem_1", "memory", OmissionReason.BUDGET, "budget")
+    before = list(ev.decisions)
+    assert not ev.absorb(other)
+    assert ev.decisions == before
+    assert ev.last_reason("mem_1") == "stale"

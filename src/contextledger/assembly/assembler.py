@@ -142,6 +142,10 @@ class AssemblyResult:
         }
 
 
+_PROBE_BUCKET = "\x00probe"
+"""Bucket name of cost-probe renderings (renamed when a probe rendering is kept)."""
+
+
 @dataclass(kw_only=True)
 class _Piece:
     """A rendered unit with its selection-time cost."""
@@ -456,11 +460,17 @@ class Assembler:
         cap = int(self.policy.recent_tail.max_share * budget)
         used = 0
         share_start = len(visible_units)
+        # raw renderings made for the cost probe, with their scratch traces: a unit that
+        # ends up raw in the tail keeps its probe rendering (same text, same decisions)
+        probed: dict[int, tuple[_Piece, Evaluator]] = {}
         for i in range(len(visible_units) - 1, -1, -1):
             if i in (first_user, current) or visible_units[i].key in protected:
                 share_start = i
                 continue
-            c = self._render_unit(visible_units[i], ev.quiet(), raw=True, bucket="recent_tail", mandatory=False, order=(0, 0)).cost
+            scratch = ev.quiet()
+            probe = self._render_unit(visible_units[i], scratch, raw=True, bucket=_PROBE_BUCKET, mandatory=False, order=(0, 0))
+            probed[i] = (probe, scratch)
+            c = probe.cost
             if used + c > cap and share_start < len(visible_units):
                 break
             used += c
@@ -471,7 +481,9 @@ class Assembler:
             limit = cap / max(self.policy.recent_tail.max_share, 1e-9) * 0.9
             full = used
             for i in range(share_start - 1, -1, -1):
-                full += self._render_unit(visible_units[i], ev.quiet(), raw=True, bucket="recent_tail", mandatory=False, order=(0, 0)).cost
+                scratch = ev.quiet()
+                probed[i] = (self._render_unit(visible_units[i], scratch, raw=True, bucket=_PROBE_BUCKET, mandatory=False, order=(0, 0)), scratch)
+                full += probed[i][0].cost
                 if full > limit:
                     break
             if full <= limit:
@@ -485,7 +497,13 @@ class Assembler:
             bucket = "current_input_task_state" if i in (first_user, current) else ("recent_tail" if in_tail else ("tool_results" if u.calls else "retrieval"))
             if u.key in protected and not in_tail:
                 bucket = "current_input_task_state"
-            piece = self._render_unit(u, ev, raw=in_tail or u.key in protected, bucket=bucket, mandatory=mandatory, order=(u.seq, i))
+            raw = in_tail or u.key in protected
+            kept = probed.get(i) if raw else None
+            if kept is not None and ev.absorb(kept[1], bucket=(_PROBE_BUCKET, bucket)):
+                piece = kept[0]
+                piece.bucket, piece.mandatory, piece.order = bucket, mandatory, (u.seq, i)
+            else:
+                piece = self._render_unit(u, ev, raw=raw, bucket=bucket, mandatory=mandatory, order=(u.seq, i))
             piece.task_statement = i == first_user and first_user != current
             in_view_memories.update(m.id for m in u.memories.values())
             pieces.append(piece)
@@ -713,10 +731,9 @@ class Assembler:
             # a memory is a reduction: never send one that costs more than the raw result
             # (memory views read no trace state, so one scratch copy of the assembly's
             # evaluator serves every probe; its quiet copies share ``freshness``)
-            probes: dict[int, tuple[object, Evaluator]] = self.__dict__.setdefault("_probe_evaluators", {})
-            hit = probes.get(id(ev.freshness))
+            hit: tuple[object, Evaluator] | None = self.__dict__.get("_probe_evaluator")
             if hit is None or hit[0] is not ev.freshness:
-                hit = probes[id(ev.freshness)] = (ev.freshness, ev.quiet())
+                hit = self.__dict__["_probe_evaluator"] = (ev.freshness, ev.quiet())
             probe = hit[1].memory_view(mem, in_exchange=True)
             if probe is not None and not probe.stale and self.tok.count(art.inline_text) <= self.tok.count(probe.text):
                 raw = True

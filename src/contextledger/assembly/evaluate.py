@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contextledger.assembly.families import (
     ConflictEvaluator,
@@ -28,7 +27,9 @@ from contextledger.assembly.families import (
     RetentionEvaluator,
     VisibilityEvaluator,
 )
+from contextledger.assembly.units import derived
 from contextledger.ids import new_id
+from contextledger.memory.derive import render_memory_text, stale_marker_body, stale_marker_header
 from contextledger.records.enums import (
     DecisionKind,
     OmissionReason,
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
     from contextledger.policy.model import Policy
 
 __all__ = ["REASON_FAMILY", "Evaluator", "MemoryView"]
+
+_SETS_OMISSION = frozenset({DecisionKind.OMIT.value, DecisionKind.SHAPE.value})
+"""Decisions whose recording also sets the record's omission reason (first one wins)."""
 
 REASON_FAMILY: dict[OmissionReason, PolicyFamily] = {
     OmissionReason.OUT_OF_LINEAGE: PolicyFamily.VISIBILITY,
@@ -78,16 +82,19 @@ REASON_FAMILY: dict[OmissionReason, PolicyFamily] = {
 """Which policy family owns each omission reason."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class MemoryView:
+class MemoryView(NamedTuple):
     """How a memory appears in a request: ``text``, its ``shape``, whether it is shown as
     stale, and the prefix to put before a raw rendering of its artifact (stale or
-    superseded warnings; empty when current)."""
+    superseded warnings; empty when current).  Immutable."""
 
     text: str
     shape: Shape
     stale: bool = False
     raw_prefix: str = ""
+
+
+_FAMILY_VALUE: dict[PolicyFamily, str] = {f: f.value for f in PolicyFamily}
+_DECISION_VALUE: dict[DecisionKind, str] = {d: d.value for d in DecisionKind}
 
 
 _ID_KEY = re.compile(r"\b(?:[a-z]+_)*id=")
@@ -105,12 +112,7 @@ def tight_summary(summary: str) -> str:
 
 def short_age(then: datetime, now: datetime) -> str:
     """``"3d"``, ``"5h"``, ``"12m"``: the age of an observation, compactly."""
-    seconds = max(0, int((now - then).total_seconds()))
-    if seconds >= 86400:
-        return f"{seconds // 86400}d"
-    if seconds >= 3600:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 60}m"
+    return _short_seconds(int((now - then).total_seconds()))
 
 
 def _safe_refs(mem: ToolMemory) -> list[str]:
@@ -132,14 +134,41 @@ def compact_stale_line(mem: ToolMemory, now: datetime) -> str:
     ids without their ``id=`` keys), its age, how to revalidate (seed 000 §4.7: a stale
     record is shown as stale with a revalidation hint), e.g. ``stale 2d:
     mail_get_thread: thr_93b1 (call again to revalidate)``."""
-    basis = mem.verified_at or mem.observed_at
+    return _stale_line(mem, _epoch_us(now))
+
+
+def _stale_line(mem: ToolMemory, now_us: int) -> str:
+    seconds = (now_us - derived(mem, "basis_us", lambda: _epoch_us(mem.verified_at or mem.observed_at))) // 1_000_000
+    return f"stale {_short_seconds(seconds)}: {derived(mem, 'stale_line', lambda: _stale_line_tail(mem))}"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _epoch_us(at: datetime) -> int:
+    """Microseconds since the epoch (exact integer arithmetic)."""
+    return (at - _EPOCH) // _MICROSECOND
+
+
+def _short_seconds(seconds: int) -> str:
+    seconds = max(0, seconds)
+    if seconds >= 86400:
+        return f"{seconds // 86400}d"
+    if seconds >= 3600:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 60}m"
+
+
+def _stale_line_tail(mem: ToolMemory) -> str:
+    """The part of :func:`compact_stale_line` that does not depend on ``now``."""
     if mem.revalidation_tool == mem.source_tool:
         hint = "call again to revalidate"
     elif mem.revalidation_tool:
         hint = f"revalidate with {mem.revalidation_tool}"
     else:
         hint = "re-run before relying on it"
-    return f"stale {short_age(basis, now)}: {_ID_KEY.sub('', tight_summary(mem.summary))} ({hint})"
+    return f"{_ID_KEY.sub('', tight_summary(mem.summary))} ({hint})"
 
 
 class Evaluator:
@@ -168,6 +197,12 @@ class Evaluator:
         self.decisions: list[dict[str, Any]] = []
         self._omitted: dict[str, str] = {}
         self._bulk: Counter[str] = Counter()
+        # memory views of this request, shared with the quiet copies (the view depends
+        # only on the record, the policy, the provider, the viewer and ``now``): the
+        # result and the trace entries it recorded, replayed on a repeat
+        self._views: dict[tuple[str, bool], tuple[ToolMemory, MemoryView | None, list[dict[str, Any]]]] = {}
+        self._view_key = (policy.version, provider, viewer.id if viewer is not None else None)
+        self._now_us = _epoch_us(now)
         labelled = {p.id for p in participants if p.runtime_kind is not RuntimeKind.SUBAGENT_CHILD}
         self.multi_party = len(labelled) > 1
 
@@ -181,9 +216,28 @@ class Evaluator:
         q._bulk = Counter()
         return q
 
+    def absorb(self, scratch: Evaluator, *, bucket: tuple[str, str] | None = None) -> bool:
+        """Record in this trace what ``scratch`` (a :meth:`quiet` copy) recorded, as if it
+        had been recorded here — so a rendering made for a cost probe can be kept instead
+        of being made again.  ``bucket`` = ``(placeholder, bucket)`` renames the budget
+        bucket of the scratch's inclusions.  Returns ``False`` and records nothing when
+        the result could differ from recording here: a record the scratch omitted was
+        already omitted in this trace (its first reason wins and may be read back), or
+        the scratch counted bulk omissions."""
+        if scratch._bulk or any(k in self._omitted for k in scratch._omitted):
+            return False
+        for d in scratch.decisions:
+            e = dict(d)
+            if bucket is not None and e.get("bucket") == bucket[0]:
+                e["bucket"] = bucket[1]
+            self.decisions.append(e)
+        for k, v in scratch._omitted.items():
+            self._omitted.setdefault(k, v)
+        return True
+
     # -- trace -----------------------------------------------------------------------------
     def _add(self, record_id: str, kind: str, family: PolicyFamily, decision: DecisionKind, reason: str, **detail: Any) -> None:
-        self.decisions.append({"record_id": record_id, "record_kind": kind, "family": family.value, "decision": decision.value, "reason": reason, **detail})
+        self.decisions.append({"record_id": record_id, "record_kind": kind, "family": _FAMILY_VALUE[family], "decision": _DECISION_VALUE[decision], "reason": reason, **detail})
 
     def include(self, record_id: str, kind: str, shape: Shape, bucket: str) -> None:
         """Record an inclusion with its shape and budget bucket."""
@@ -357,44 +411,39 @@ class Evaluator:
 
     # -- memory views ------------------------------------------------------------------
     def memory_view(self, mem: ToolMemory | None, *, in_exchange: bool = False) -> MemoryView | None:
-        """How ``mem`` appears, or ``None`` when it must be omitted (reason recorded)."""
-        from contextledger.memory.derive import render_memory_text, render_stale_marker
+        """How ``mem`` appears, or ``None`` when it must be omitted (reason recorded).
 
+        ``in_exchange``: the view stands for a result inside its own exchange (a marker
+        with the full revalidation hint, or the memory block, and a ``raw_prefix`` for a
+        raw rendering); otherwise it is an evidence line (``raw_prefix`` is empty: a
+        line is never followed by the raw payload).  Views are computed once per
+        request: a repeat returns the same view and records the same trace entries."""
         if mem is None:
             return None
-        if not in_exchange:
-            reason = self._visible(mem.visibility_scope, mem.owner_participant_id, mem.shared_with_participants)
-            if reason is not None:
-                self.omit_record(mem.id, "memory", reason, f"visibility {mem.visibility_scope.value}")
-                return None
-            promo = self.promotion.check(mem)
-            if promo is not None:
-                self.omit_record(mem.id, "memory", promo.reason, promo.detail)
-                return None
-        superseded = self.conflict.check(mem)
-        if superseded is not None:
-            self.omit_record(mem.id, "memory", superseded.reason, superseded.detail)
-            if in_exchange:
-                # a superseded failure keeps its one-line outcome (the error line): why
-                # the earlier attempt failed is history the retry builds on
-                outcome = ""
-                if mem.status.value == "failed":
-                    lines = [ln.strip() for ln in mem.summary.strip().splitlines()[:2] if ln.strip()]
-                    outcome = " " + " — ".join([tight_summary(lines[0]), *lines[1:]])[:240] if lines else ""
-                return MemoryView(text=f"[superseded by {mem.superseded_by}: see the newer result]{outcome}", shape=Shape.REFERENCE, raw_prefix=f"[superseded by {mem.superseded_by}]\n")
-            return None
-        private = self.privacy.check(mem.privacy_class)
-        if private is not None:
-            self.shape_record(mem.id, "memory", Shape.SUMMARY, private.reason, "only a safe summary may be shown")
-            hint = f"; revalidate with {mem.revalidation_tool}" if mem.revalidation_tool else ""
-            refs = _safe_refs(mem)
-            ref_text = f"; refs {', '.join(refs)}" if refs else ""
-            return MemoryView(text=f"[{mem.privacy_class.value} data withheld by policy: {mem.source_tool} {mem.status.value}{ref_text}{hint}]", shape=Shape.SUMMARY)
-        conflict = ""
-        others = self.conflict.conflicts(mem)
-        if others:
-            conflict = " [conflicts with " + ", ".join(others) + "]"
-            self._add(mem.id, "memory", PolicyFamily.CONFLICT, DecisionKind.MARK_CONFLICT, "conflict_marked", others=others)
+        key = (mem.id, in_exchange)
+        hit = self._views.get(key)
+        if hit is not None and hit[0] is mem:
+            for d in hit[2]:
+                self.decisions.append(dict(d))
+                if d["decision"] in _SETS_OMISSION:
+                    self._omitted.setdefault(d["record_id"], d["reason"])
+            return hit[1]
+        start = len(self.decisions)
+        view = self._memory_view(mem, in_exchange)
+        self._views[key] = (mem, view, [dict(d) for d in self.decisions[start:]])
+        return view
+
+    def _memory_view(self, mem: ToolMemory, in_exchange: bool) -> MemoryView | None:
+        # what does not depend on ``now`` (visibility, promotion, supersession, privacy,
+        # conflict marks) is decided once per record and request configuration, across
+        # requests; freshness and ages are decided here, at ``now``
+        final, view, decisions, conflict = derived(mem, ("view", self._view_key, in_exchange), lambda: self._static_view(mem, in_exchange))
+        for d in decisions:
+            self.decisions.append(dict(d))
+            if d["decision"] in _SETS_OMISSION:
+                self._omitted.setdefault(d["record_id"], d["reason"])
+        if final:
+            return view
         if self.freshness.is_stale(mem):
             omit = self.freshness.check(mem)
             if omit is not None:
@@ -403,9 +452,46 @@ class Evaluator:
                     return MemoryView(text="[stale result omitted by policy]", shape=Shape.STALE_MARKER, stale=True)
                 return None
             self._add(mem.id, "memory", PolicyFamily.FRESHNESS, DecisionKind.MARK_STALE, "stale_marked")
-            marker = render_stale_marker(mem, self.now)
-            text = marker if in_exchange else compact_stale_line(mem, self.now)
-            return MemoryView(text=text + conflict, shape=Shape.STALE_MARKER, stale=True, raw_prefix=marker + "\n")
+            if not in_exchange:
+                return MemoryView(_stale_line(mem, self._now_us) + conflict, Shape.STALE_MARKER, True)
+            marker = stale_marker_header(mem, self.now) + "\n" + derived(mem, "stale_marker_body", lambda: stale_marker_body(mem))
+            return MemoryView(text=marker + conflict, shape=Shape.STALE_MARKER, stale=True, raw_prefix=marker + "\n")
         if not in_exchange:
-            return MemoryView(text=mem.summary.strip() + conflict, shape=mem.shape)
-        return MemoryView(text=render_memory_text(mem) + conflict, shape=mem.shape, raw_prefix=(conflict.strip() + "\n") if conflict else "")
+            return MemoryView(text=derived(mem, "summary", lambda: mem.summary.strip()) + conflict, shape=mem.shape)
+        return MemoryView(text=derived(mem, "memory_text", lambda: render_memory_text(mem)) + conflict, shape=mem.shape, raw_prefix=(conflict.strip() + "\n") if conflict else "")
+
+    def _static_view(self, mem: ToolMemory, in_exchange: bool) -> tuple[bool, MemoryView | None, tuple[dict[str, Any], ...], str]:
+        """The part of a memory view that does not depend on ``now``: ``(final, view,
+        trace entries, conflict suffix)``; ``final`` when the view is decided (omitted,
+        superseded, withheld), else freshness decides with the conflict suffix."""
+        q = self.quiet()
+        view: MemoryView | None = None
+        final = True
+        conflict = ""
+        if not in_exchange and (reason := q._visible(mem.visibility_scope, mem.owner_participant_id, mem.shared_with_participants)) is not None:
+            q.omit_record(mem.id, "memory", reason, f"visibility {mem.visibility_scope.value}")
+        elif not in_exchange and (promo := q.promotion.check(mem)) is not None:
+            q.omit_record(mem.id, "memory", promo.reason, promo.detail)
+        elif (superseded := q.conflict.check(mem)) is not None:
+            q.omit_record(mem.id, "memory", superseded.reason, superseded.detail)
+            if in_exchange:
+                # a superseded failure keeps its one-line outcome (the error line): why
+                # the earlier attempt failed is history the retry builds on
+                outcome = ""
+                if mem.status.value == "failed":
+                    lines = [ln.strip() for ln in mem.summary.strip().splitlines()[:2] if ln.strip()]
+                    outcome = " " + " — ".join([tight_summary(lines[0]), *lines[1:]])[:240] if lines else ""
+                view = MemoryView(text=f"[superseded by {mem.superseded_by}: see the newer result]{outcome}", shape=Shape.REFERENCE, raw_prefix=f"[superseded by {mem.superseded_by}]\n")
+        elif (private := q.privacy.check(mem.privacy_class)) is not None:
+            q.shape_record(mem.id, "memory", Shape.SUMMARY, private.reason, "only a safe summary may be shown")
+            hint = f"; revalidate with {mem.revalidation_tool}" if mem.revalidation_tool else ""
+            refs = _safe_refs(mem)
+            ref_text = f"; refs {', '.join(refs)}" if refs else ""
+            view = MemoryView(text=f"[{mem.privacy_class.value} data withheld by policy: {mem.source_tool} {mem.status.value}{ref_text}{hint}]", shape=Shape.SUMMARY)
+        else:
+            final = False
+            others = q.conflict.conflicts(mem)
+            if others:
+                conflict = " [conflicts with " + ", ".join(others) + "]"
+                q._add(mem.id, "memory", PolicyFamily.CONFLICT, DecisionKind.MARK_CONFLICT, "conflict_marked", others=others)
+        return final, view, tuple(q.decisions), conflict

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from contextledger.assembly.units import derived
 from contextledger.records.enums import (
     OmissionReason,
     PolicyFamily,
@@ -149,6 +150,9 @@ class FreshnessEvaluator:
     def __init__(self, policy: Policy, now: datetime) -> None:
         self.policy = policy
         self.now = now
+        self._version = policy.version
+        self._stale: dict[str, tuple[ToolMemory, bool]] = {}
+        self._modes: dict[str, str] = {}
 
     def deadline(self, mem: ToolMemory) -> datetime | None:
         """When ``mem`` stops being current under the policy in force (``None``: never)."""
@@ -159,16 +163,25 @@ class FreshnessEvaluator:
         return None if seconds is None or seconds < 0 else basis + timedelta(seconds=seconds)
 
     def is_stale(self, mem: ToolMemory) -> bool:
-        """Whether ``mem`` is stale at ``now``."""
+        """Whether ``mem`` is stale at ``now`` (answered once per record and evaluator)."""
+        hit = self._stale.get(mem.id)
+        if hit is not None and hit[0] is mem:
+            return hit[1]
         if mem.resolution_state in (ResolutionState.STALE, ResolutionState.UNVERIFIABLE):
-            return True
-        d = self.deadline(mem)
-        return d is not None and self.now >= d
+            stale = True
+        else:
+            d = derived(mem, ("deadline", self._version), lambda: self.deadline(mem))
+            stale = d is not None and self.now >= d
+        self._stale[mem.id] = (mem, stale)
+        return stale
 
     def mode(self, mem: ToolMemory) -> str:
         """``"mark"`` or ``"omit"`` for a stale ``mem``."""
-        tool = self.policy.freshness.tools.get(mem.source_tool)
-        return tool.stale_mode if tool is not None and tool.stale_mode is not None else self.policy.freshness.stale_mode
+        mode = self._modes.get(mem.source_tool)
+        if mode is None:
+            tool = self.policy.freshness.tools.get(mem.source_tool)
+            mode = self._modes[mem.source_tool] = tool.stale_mode if tool is not None and tool.stale_mode is not None else self.policy.freshness.stale_mode
+        return mode
 
     def check(self, mem: ToolMemory) -> Verdict | None:
         """Objection (reason ``stale``) when ``mem`` is stale and the policy omits it."""

@@ -38,7 +38,7 @@ from contextledger.records.enums import (
 from contextledger.records.models import ProvenanceRef, ToolArtifact, ToolMemory
 from contextledger.tokens import Tokenizer, get_tokenizer
 
-__all__ = ["artifact_ref_text", "derive_memory", "render_memory_text", "render_stale_marker"]
+__all__ = ["artifact_ref_text", "derive_memory", "render_memory_text", "render_stale_marker", "stale_marker_body", "stale_marker_header"]
 
 MAX_RENDERED_DIFF_LINES = 40
 
@@ -209,11 +209,27 @@ def render_stale_marker(memory: ToolMemory, now: datetime) -> str:
     Raises:
         InputError: ``now`` is naive.
     """
+    return stale_marker_header(memory, now) + "\n" + stale_marker_body(memory)
+
+
+def stale_marker_header(memory: ToolMemory, now: datetime) -> str:
+    """The first line of :func:`render_stale_marker` (the only part that depends on
+    ``now``): ``[stale memory <id> · <tool> · observed … ago[ · stale since …]]``.
+
+    Raises:
+        InputError: ``now`` is naive.
+    """
     header = f"[stale memory {memory.id} · {memory.source_tool} · {age_text(memory, now)}"
     deadline = staleness_deadline(memory)
     if deadline is not None and now >= deadline:
         header += f" · stale since {format_age(now - deadline)}"
-    lines = [header + "]", memory.summary.split("\n", 1)[0]]
+    return header + "]"
+
+
+def stale_marker_body(memory: ToolMemory) -> str:
+    """The lines of :func:`render_stale_marker` after its header: the first summary line
+    and the revalidation hint (independent of ``now``)."""
+    lines = [memory.summary.split("\n", 1)[0]]
     if memory.revalidation_tool:
         args = json.dumps(memory.revalidation_args, sort_keys=True, ensure_ascii=False)
         lines.append(f"revalidate: {memory.revalidation_tool} {args}")
