@@ -165,6 +165,9 @@ class _Piece:
     memory: ToolMemory | None = None
     task_statement: bool = False
     working_set: bool = False
+    line: str | None = None
+    """The text of an evidence line (``unit`` is ``None``, ``messages`` empty): lines are
+    sent together in one retrieval block."""
 
 
 WORKING_SET_SCAN = 600
@@ -532,8 +535,7 @@ class Assembler:
             if view is None:
                 continue
             msg_line = memory_line(mem, view.text)
-            retrieval.append(_Piece(unit=None, messages=[], cost=self.tok.count(msg_line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 0), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem))
-            retrieval[-1].messages = [WireMessage(role="user", parts=(TextPart(text=msg_line),), ref=mem.id)]
+            retrieval.append(_Piece(unit=None, messages=[], cost=self.tok.count(msg_line) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 0), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem, line=msg_line))
         return pieces, retrieval
 
     def _working_set(self, files: list[ToolMemory], ev: Evaluator, budget: int) -> _Piece | None:
@@ -805,6 +807,7 @@ class Assembler:
         self._reshaped: set[str] = set()
         self._evicted: list[_Piece] = []
         self._dropped_chat: list[_Piece] = []
+        self._stale_queue: list[_Piece] | None = None
         current = max((p for p in pieces if p.mandatory and p.unit is not None and p.unit.is_turn_start), key=lambda p: p.order, default=None)
         current_text = " ".join(_first_text(m) for m in current.messages) if current is not None else ""
         terms = query_terms(current_text)
@@ -840,7 +843,7 @@ class Assembler:
             if ordered:
                 msgs.extend(ordered[0].messages)
             if ns:
-                lines = [_first_text(n.messages[0]) for n in sorted(ns, key=by_order)]
+                lines = [n.line or "" for n in sorted(ns, key=by_order)]
                 msgs.append(retrieval_block(lines))
             for p in ordered[1:]:
                 msgs.extend(p.messages)
@@ -849,12 +852,14 @@ class Assembler:
         def exact(req: NeutralRequest) -> int:
             return int(count(provider, serialize(provider, req, resolve_blob=None)))
 
+        notes_scratch = ev.quiet()
+
         def to_notes(p: _Piece) -> int:
             """Turn a unit into its evidence lines; returns their summed cost."""
             if p.unit is None:
                 return 0
             have = {m for n in notes for m in n.memory_ids} if p.unit.memories else set()
-            quiet = ev.quiet()  # memory views read no trace state: one scratch copy serves all
+            quiet = notes_scratch  # memory views read no trace state: one scratch copy serves all
             added = 0
             for mem in sorted(p.unit.memories.values(), key=lambda m: (m.seq, m.id)):
                 if mem.id in have:
@@ -865,7 +870,7 @@ class Assembler:
                 line = memory_line(mem, view.text)
                 cost = self.tok.count(line) + 2
                 added += cost
-                notes.append(_Piece(unit=None, messages=[WireMessage(role="user", parts=(TextPart(text=line),), ref=mem.id)], cost=cost, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem))
+                notes.append(_Piece(unit=None, messages=[], cost=cost, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem, line=line))
             notes.sort(key=by_order)
             return added
 
@@ -874,6 +879,7 @@ class Assembler:
         total = exact(req)
         rounds = 0
         for step in steps[:-1]:
+            self._stale_queue = None
             while total > budget and rounds < 400:
                 rounds += 1
                 est = total
@@ -996,10 +1002,13 @@ class Assembler:
             # an expired observation keeps only its one-line stale marker with the
             # revalidation hint (seed 000 §4.7): old exchanges holding only stale
             # results become such lines; the lines themselves go in compress_old_history
-            olds = [p for p in chosen if p.stale and not p.mandatory and p.bucket != "recent_tail" and p.unit is not None]
-            if not olds:
+            # oldest first; during this step pieces only leave ``chosen`` (here), so the
+            # candidates are ordered once per step (``_select`` resets the queue)
+            if self._stale_queue is None:
+                self._stale_queue = sorted((p for p in chosen if p.stale and not p.mandatory and p.bucket != "recent_tail" and p.unit is not None), key=lambda p: p.order, reverse=True)
+            if not self._stale_queue:
                 return None
-            p = min(olds, key=lambda p: p.order)
+            p = self._stale_queue.pop()
             chosen[:] = [x for x in chosen if x is not p]
             added = to_notes(p) or 0
             ev.omit_unit(p.unit, OmissionReason.STALE, "drop order: expired memory kept as a stale marker line")  # type: ignore[arg-type]
@@ -1008,10 +1017,12 @@ class Assembler:
             big = sorted((p for p in chosen if p.raw_artifacts and not p.mandatory and p.unit is not None and p.unit.key not in self._reshaped and self._max_raw_tokens(p) > large), key=lambda p: (-p.cost, p.order))
             for p in big:
                 self._reshaped.add(p.unit.key)  # type: ignore[union-attr]
-                shaped = self._render_unit(p.unit, ev.quiet(), raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
+                scratch = ev.quiet()
+                shaped = self._render_unit(p.unit, scratch, raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
                 if shaped.cost >= p.cost:
                     continue
-                chosen[chosen.index(p)] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
+                # keep the probe rendering when its trace would be the same here
+                chosen[chosen.index(p)] = shaped if ev.absorb(scratch) else self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=False, order=p.order)  # type: ignore[arg-type]
                 return p.cost - shaped.cost
             return None
         if step in ("compress_old_history", "shorten_recent_tail"):
@@ -1068,10 +1079,11 @@ class Assembler:
         anything shrank."""
         for p in sorted((p for p in chosen if p.raw_artifacts and p.unit is not None and p.unit.key not in self._reshaped), key=lambda p: -p.cost):
             self._reshaped.add(p.unit.key)  # type: ignore[union-attr]
-            shaped = self._render_unit(p.unit, ev.quiet(), raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
+            scratch = ev.quiet()
+            shaped = self._render_unit(p.unit, scratch, raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
             if shaped.cost >= p.cost:
                 continue
-            chosen[chosen.index(p)] = self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
+            chosen[chosen.index(p)] = shaped if ev.absorb(scratch) else self._render_unit(p.unit, ev, raw=False, bucket=p.bucket, mandatory=p.mandatory, order=p.order)  # type: ignore[arg-type]
             return True
         if not cut:
             return False
