@@ -713,8 +713,10 @@ class Assembler:
     def _images(self, u: Unit, c: ToolCall) -> tuple[Any, ...]:
         for m in u.messages[1:]:
             for p in m.parts:
-                if getattr(p, "call_id", None) == c.call_id:
-                    return tuple(getattr(p, "images", ()))
+                if isinstance(p, ToolResultPart) and p.call_id == c.call_id:
+                    return tuple(p.images)
+                if isinstance(p, ToolCallPart) and p.call_id == c.call_id:
+                    return ()
         return ()
 
     def _result_text(self, c: ToolCall, art: ToolArtifact, mem: Any, ev: Evaluator, *, raw: bool) -> tuple[str, Shape, bool, MemoryView | None]:
@@ -768,12 +770,13 @@ class Assembler:
             if m.name:
                 total += self.tok.count(m.name) + 1
             for p in m.parts:
-                text = getattr(p, "text", None)
-                if isinstance(text, str):
-                    total += self.tok.count(text)
                 if isinstance(p, ToolCallPart):
                     total += self.tok.count(p.tool_name) + self.tok.count(p.arguments_json) + self.tok.count(p.call_id) + 8
-                elif isinstance(p, ToolResultPart):
+                    continue
+                text = p.text if isinstance(p, (TextPart, ToolResultPart)) else getattr(p, "text", None)
+                if isinstance(text, str):
+                    total += self.tok.count(text)
+                if isinstance(p, ToolResultPart):
                     total += self.tok.count(p.call_id) + 4
                 elif p.kind == "image":
                     total += 85
@@ -853,12 +856,15 @@ class Assembler:
             return int(count(provider, serialize(provider, req, resolve_blob=None)))
 
         notes_scratch = ev.quiet()
+        ever_lines = {m for n in notes for m in n.memory_ids}
 
         def to_notes(p: _Piece) -> int:
             """Turn a unit into its evidence lines; returns their summed cost."""
             if p.unit is None:
                 return 0
-            have = {m for n in notes for m in n.memory_ids} if p.unit.memories else set()
+            # memories already shown as lines are not added twice: ``ever_lines`` holds
+            # every memory ever made a line, so most units skip the scan of ``notes``
+            have = {m for n in notes for m in n.memory_ids} if any(m.id in ever_lines for m in p.unit.memories.values()) else set()
             quiet = notes_scratch  # memory views read no trace state: one scratch copy serves all
             added = 0
             for mem in sorted(p.unit.memories.values(), key=lambda m: (m.seq, m.id)):
@@ -871,6 +877,7 @@ class Assembler:
                 cost = self.tok.count(line) + 2
                 added += cost
                 notes.append(_Piece(unit=None, messages=[], cost=cost, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem, line=line))
+                ever_lines.add(mem.id)
             notes.sort(key=by_order)
             return added
 
