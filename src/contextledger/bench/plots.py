@@ -61,11 +61,12 @@ def plot_latency(report: Mapping[str, Any], path: Path) -> Path:
     points: list[Mapping[str, Any]] = report.get("scale", [])
     fig, ax = plt.subplots(figsize=(8, 5))
     series = sorted({(p["backend"], p.get("shape", "pipeline")) for p in points})
-    for backend, shape in series:
+    for k, (backend, shape) in enumerate(series):
         sel = sorted((p for p in points if p["backend"] == backend and p.get("shape", "pipeline") == shape), key=lambda p: p["artifacts"])
         xs = [p["artifacts"] for p in sel]
+        # one colour per backend × shape, one line style per percentile
         for pct, style in (("p50_ms", "-o"), ("p95_ms", "--s"), ("p99_ms", ":^")):
-            ax.plot(xs, [p[pct] for p in sel], style, label=f"{backend} {shape} {pct[:3]}")
+            ax.plot(xs, [p[pct] for p in sel], style, color=f"C{k % 10}", label=f"{backend} {shape} {pct[:3]}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("tool artifacts in the conversation")

@@ -145,14 +145,24 @@ def _tabbed(path: str, lines: list[str]) -> str:
     return f"Here's the result of running `cat -n` on {path}:\n" + "\n".join(f"{x + 1:6d}\t{line}" for x, line in enumerate(lines))
 
 
+def _progress(count: int, fail_at: int | None = None) -> list[str]:
+    """pytest ``-q`` progress lines: 72 outcome characters a line, then ``[ NN%]``."""
+    marks = "".join("F" if x == fail_at else "." for x in range(count))
+    lines = []
+    for start in range(0, count, 72):
+        chunk = marks[start : start + 72]
+        lines.append(f"{chunk:<72} [{min(start + 72, count) * 100 // count:3d}%]")
+    return lines
+
+
 def _pytest_pass(count: int) -> str:
-    return "." * count + " " * (72 - count) + "[100%]\n" + f"{count} passed in 0.{count + 10:02d}s"
+    return "\n".join([*_progress(count), f"{count} passed in {count / 400 + 0.1:.2f}s"])
 
 
-def _pytest_fail(test_file: str, test: str, error: str, passed: int) -> str:
+def _pytest_fail(test_file: str, test: str, error: str, passed: int, fail_at: int) -> str:
     short = error.split(": ", 1)[-1]
     return "\n".join([
-        "." * 3 + "F" + "." * (passed - 3) + " " * (71 - passed) + "[100%]",
+        *_progress(passed + 1, fail_at=fail_at),
         "=" * 35 + " FAILURES " + "=" * 35,
         f"{'_' * 20} {test} {'_' * 20}",
         "",
@@ -163,7 +173,7 @@ def _pytest_fail(test_file: str, test: str, error: str, passed: int) -> str:
         f"{test_file}:14: AssertionError",
         "=" * 27 + " short test summary info " + "=" * 28,
         f"FAILED {test_file}::{test} - {error}",
-        f"1 failed, {passed} passed in 0.{passed + 20:02d}s",
+        f"1 failed, {passed} passed in {passed / 400 + 0.2:.2f}s",
     ])
 
 
@@ -231,11 +241,16 @@ def _grep(pattern: str, path: str, hits: list[tuple[str, int, str]], *, mode: st
     return _Call(tool="Grep", args={"pattern": pattern, "path": path, "output_mode": mode}, result=text, who=who)
 
 
-def _test(command: str, test_file: str, k: int, t: int, *, fail: bool, error: str | None = None) -> _Call:
+def _test(command: str, k: int, t: int, *, suite: bool, fail: bool, error: str | None = None) -> _Call:
+    """A pytest run of one module's tests (6) or of the suite (``suite``, stopped at the
+    first failure by ``-x``); a failure is in ``test_handle_<k>_3``."""
+    args = {"command": command, "description": "Run the tests"}
     if not fail:
-        return _Call(tool="Bash", args={"command": command, "description": "Run the tests"}, result=_pytest_pass(6 if test_file else 42))
+        return _Call(tool="Bash", args=args, result=_pytest_pass(6 * FILE_COUNT if suite else 6))
     err = error or f"AssertionError: handle_{k % FILE_COUNT:03d}_3(Batch(size=4)) returned {40 + t}, expected {41 + t}"
-    return _Call(tool="Bash", args={"command": command, "description": "Run the tests"}, result=_pytest_fail(_test_path(k), f"test_handle_{k % FILE_COUNT:03d}_3", err, 5), is_error=True)
+    # ``-x`` stops the suite at the failure; one module's run goes on after it
+    passed, fail_at = (6 * (k % FILE_COUNT) + 3, 6 * (k % FILE_COUNT) + 3) if suite else (5, 3)
+    return _Call(tool="Bash", args=args, result=_pytest_fail(_test_path(k), f"test_handle_{k % FILE_COUNT:03d}_3", err, passed, fail_at), is_error=True)
 
 
 def _slot_call(i: int, n: int, repo: _Repo) -> _Call:
@@ -246,7 +261,7 @@ def _slot_call(i: int, n: int, repo: _Repo) -> _Call:
     one = f"python -m pytest {_test_path(a)} -q"
     suite = "python -m pytest tests -q -x"
     if i == n - 1:
-        return _test(one, _test_path(a), a, t, fail=True, error=final_error_line(n))
+        return _test(one, a, t, suite=False, fail=True, error=final_error_line(n))
     slot = SLOTS[j]
     if slot == "grep_dir":
         hits = [(module_path(a + x), 6 + 5 * f, f"def handle_{(a + x) % FILE_COUNT:03d}_{f}(batch: Batch) -> int:") for x in (0, 2, 4) for f in range(2)]
@@ -256,7 +271,7 @@ def _slot_call(i: int, n: int, repo: _Repo) -> _Call:
     if slot == "read_test_a":
         return _read(_test_path(a), repo)
     if slot in ("test_a", "retest_a"):
-        return _test(one, _test_path(a), a, t, fail=slot == "test_a" and t % 3 != 2)
+        return _test(one, a, t, suite=False, fail=slot == "test_a" and t % 3 != 2)
     if slot == "read_a_range":
         return _read(module_path(a), repo, offset=16, limit=10)
     if slot == "edit_a":
@@ -277,7 +292,7 @@ def _slot_call(i: int, n: int, repo: _Repo) -> _Call:
         hits = [(module_path(a + x), 1, "# TODO: batch sizes") for x in range(0, 12, 3)]
         return _grep("TODO", "src/pkg", hits, mode="files_with_matches", who="worker")
     if slot in ("test_all", "retest_all"):
-        return _test(suite, _test_path(d), d, t, fail=slot == "test_all" and t % 4 == 1)
+        return _test(suite, d, t, suite=True, fail=slot == "test_all" and t % 4 == 1)
     if slot == "read_d":
         return _read(module_path(d), repo)
     if slot == "edit_d":
@@ -303,7 +318,7 @@ def _side_calls(i: int, repo: _Repo) -> list[_Call]:
     return [
         _hot_edit(hot),
         _read(hot, scratch),
-        _test("python -m pytest tests -q -x", _test_path(a), a, t, fail=True, error=f"AssertionError: {hot} helper changed, {t} != {t + 1}"),
+        _test("python -m pytest tests -q -x", a, t, suite=True, fail=True, error=f"AssertionError: {hot} helper changed, {t} != {t + 1}"),
         _read(module_path(a), scratch),
         _grep("helper_001", hot, [(hot, 7, "def " + hot.rsplit("/", 1)[-1][:-3] + "_helper_001(value: int) -> int:")]),
     ]
