@@ -165,6 +165,8 @@ class _Piece:
     memory: ToolMemory | None = None
     task_statement: bool = False
     working_set: bool = False
+    evict: tuple[int, int, int, tuple[int, int]] | None = None
+    """The eviction key of an evidence line, once computed (see ``_eviction_key``)."""
     line: str | None = None
     """The text of an evidence line (``unit`` is ``None``, ``messages`` empty): lines are
     sent together in one retrieval block."""
@@ -826,11 +828,15 @@ class Assembler:
         def evict_key(n: _Piece) -> tuple[int, int, int, tuple[int, int]]:
             # constant for a line during one selection: computed once (terms are a regex
             # pass), and across selections for the same memory record and request terms
+            v = n.evict
+            if v is not None:
+                return v
             k = (n.memory_ids[0] if n.memory_ids else "", n.order)
             v = keys.get(k)
             if v is None:
                 mem = n.memory
                 v = keys[k] = _eviction_key(n, terms) if mem is None else derived(mem, ("evict", terms, n.order), lambda: _eviction_key(n, terms))
+            n.evict = v
             return v
 
         self._evict_key = evict_key

@@ -203,6 +203,7 @@ class Evaluator:
         self._views: dict[tuple[str, bool], tuple[ToolMemory, MemoryView | None, list[dict[str, Any]]]] = {}
         self._view_key = (policy.version, provider, viewer.id if viewer is not None else None)
         self._now_us = _epoch_us(now)
+        self._max_bytes: dict[str, int] = {}
         labelled = {p.id for p in participants if p.runtime_kind is not RuntimeKind.SUBAGENT_CHILD}
         self.multi_party = len(labelled) > 1
 
@@ -401,8 +402,11 @@ class Evaluator:
 
     def tool_max_bytes(self, tool_name: str) -> int:
         """The raw tool-output limit in bytes for ``tool_name`` (seed 001 §6 problem 2)."""
-        o = self.policy.tool_output.tools.get(tool_name)
-        return o.max_bytes if o is not None and o.max_bytes is not None else self.policy.tool_output.max_bytes
+        limit = self._max_bytes.get(tool_name)
+        if limit is None:
+            o = self.policy.tool_output.tools.get(tool_name)
+            limit = self._max_bytes[tool_name] = o.max_bytes if o is not None and o.max_bytes is not None else self.policy.tool_output.max_bytes
+        return limit
 
     # -- freshness ---------------------------------------------------------------------
     def is_stale(self, mem: ToolMemory) -> bool:

@@ -114,7 +114,10 @@ def is_stale(memory: ToolMemory, now: datetime) -> bool:
 
 def format_age(delta: timedelta) -> str:
     """``"45 s"``, ``"12 min"``, ``"3 h 12 min"``, ``"2 d 4 h"`` (whole units, rounded down)."""
-    seconds = int(delta.total_seconds())
+    return _format_seconds(int(delta.total_seconds()))
+
+
+def _format_seconds(seconds: int) -> str:
     if seconds < 60:
         return f"{seconds} s"
     minutes = seconds // 60
@@ -125,6 +128,9 @@ def format_age(delta: timedelta) -> str:
         return f"{hours} h {minutes} min" if minutes else f"{hours} h"
     days, hours = divmod(hours, 24)
     return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+_ZERO = timedelta(0)
 
 
 def age_text(memory: ToolMemory, now: datetime) -> str:
@@ -138,7 +144,7 @@ def age_text(memory: ToolMemory, now: datetime) -> str:
 
     def part(label: str, at: datetime) -> str:
         delta = now - at
-        if delta < timedelta(0):
+        if delta < _ZERO:
             return f"{label} {format_age(-delta)} in the future"
         return f"{label} {format_age(delta)} ago"
 

@@ -215,25 +215,26 @@ def pair_tool_results(request: NeutralRequest) -> list[NeutralTurn]:
             )
         calls: list[ToolCallPart] = []
         for k, part in enumerate(message.parts):
-            where = f"messages[{i}].parts[{k}]"
+            if isinstance(part, TextPart):
+                continue  # the common case: nothing to check
             if isinstance(part, ThinkingPart):
                 raise ProviderSerializationError(
-                    f"{where}: thinking parts are not sent to providers; strip them before serializing"
+                    f"messages[{i}].parts[{k}]: thinking parts are not sent to providers; strip them before serializing"
                 )
             if isinstance(part, ToolResultPart):
                 raise ProviderSerializationError(
-                    f"{where}: a tool result must be its own tool message"
+                    f"messages[{i}].parts[{k}]: a tool result must be its own tool message"
                 )
             if isinstance(part, ToolCallPart):
                 if message.role != "assistant":
                     raise ProviderSerializationError(
-                        f"{where}: only assistant messages may call tools"
+                        f"messages[{i}].parts[{k}]: only assistant messages may call tools"
                     )
                 if not part.call_id:
-                    raise ProviderSerializationError(f"{where}: empty tool call id")
+                    raise ProviderSerializationError(f"messages[{i}].parts[{k}]: empty tool call id")
                 if part.call_id in seen_calls:
                     raise ProviderSerializationError(
-                        f"{where}: duplicate tool call id {part.call_id!r} (first in messages[{seen_calls[part.call_id]}])"
+                        f"messages[{i}].parts[{k}]: duplicate tool call id {part.call_id!r} (first in messages[{seen_calls[part.call_id]}])"
                     )
                 seen_calls[part.call_id] = i
                 calls.append(part)
