@@ -19,8 +19,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from contextledger.assembly.candidates import collect_candidates
+from contextledger.store import prepared
 from contextledger.store import schema as S
 from contextledger.store.base import Scope
+from contextledger.store.reads import LineageReads
 from contextledger.store.sql import SqlStore
 
 NOW = "2025-01-01T00:00:00+00:00"
@@ -100,9 +102,10 @@ def populate(store: SqlStore, n: int) -> None:
 def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
     """The SELECTs the assembler's candidate collection runs on ``conv_big`` (window 40;
     a three-segment lineage) and on ``conv_noise`` (one segment: the filter indexes must
-    still win over the lineage range), plus the memory-by-subject read of memory
-    linking, the term-index and by-id reads of recall and the working-set read, as
-    (statement, parameters)."""
+    still win over the lineage range), the reads of recall and of recovery exchanges
+    (run directly: the placeholder data does not trigger them), the working-set read,
+    then the memory-by-subject read of memory linking (through SQLAlchemy), as
+    (statement, DBAPI parameters)."""
     captured: list[tuple[str, Any]] = []
 
     def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
@@ -111,17 +114,24 @@ def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
 
     sa.event.listen(store.engine, "before_cursor_execute", capture)
     try:
-        collect_candidates(store, SCOPE, BIG, None, recent_window=40, max_candidates=200)
-        collect_candidates(store, SCOPE, "conv_noise", None, recent_window=40, max_candidates=200)
-        segs = store.lineage(SCOPE, f"{BIG}_b2")
-        store.memories(SCOPE, BIG, segs, subject_keys=["file:/src/f7.py"])
-        store.term_matches(SCOPE, BIG, ["src", "succeed"])
-        store.memories(SCOPE, BIG, ids=[f"{BIG}_mem{n}" for n in (2, 4, 6)])
-        store.artifacts(SCOPE, BIG, ids=[f"{BIG}_a{n}" for n in (2, 4, 6)])
-        store.recent_subject_memories(SCOPE, BIG, segs, "file:", limit=40)
+        with prepared.capture() as fast:
+            collect_candidates(store, SCOPE, BIG, None, recent_window=40, max_candidates=200)
+            collect_candidates(store, SCOPE, "conv_noise", None, recent_window=40, max_candidates=200)
+            segs = store.lineage(SCOPE, f"{BIG}_b2")
+            with store.reader() as conn:
+                # the reads of recall (terms found in the data, ids), outside their conditions
+                reads = LineageReads(store, conn, SCOPE, BIG)
+                reads.term_matches(["src", "succeed"], 64)
+                reads.memories_by_id([f"{BIG}_mem{n}" for n in (2, 4, 6)])
+                reads.artifacts_by_id([f"{BIG}_a{n}" for n in (2, 4, 6)])
+                reads.calls_by_call_id([f"call_{n}" for n in (1, 3, 5)])
+                reads.messages_by_id(segs, [f"{BIG}_m{n}" for n in (1, 2, 3)])
+                reads.memories_by_artifact(segs, [f"{BIG}_a{n}" for n in (2, 4, 6)])
+            store.recent_subject_memories(SCOPE, BIG, segs, "file:", limit=40)
+            store.memories(SCOPE, BIG, segs, subject_keys=["file:/src/f7.py"])
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", capture)
-    return captured
+    return fast + captured
 
 
 def explain(store: SqlStore, statement: str, parameters: Any) -> list[str]:
@@ -129,6 +139,35 @@ def explain(store: SqlStore, statement: str, parameters: Any) -> list[str]:
     prefix = "EXPLAIN (COSTS OFF) " if store.dialect == "postgresql" else "EXPLAIN QUERY PLAN "
     with store.engine.connect() as c:
         return [str(r[-1]) for r in c.exec_driver_sql(prefix + statement, parameters).all()]
+
+
+def explain_generic(store: SqlStore, statement: str, parameters: dict[str, Any]) -> list[str]:
+    """PostgreSQL: the plan of ``statement`` as a *generic* plan (``PREPARE`` with
+    ``plan_cache_mode = force_generic_plan``), the plan a server-side prepared statement
+    may settle on — psycopg prepares a statement executed five times on a connection."""
+    import psycopg
+
+    names: list[str] = []
+
+    def number(m: re.Match[str]) -> str:
+        if m.group(1) not in names:
+            names.append(m.group(1))
+        return f"${names.index(m.group(1)) + 1}"
+
+    text = re.sub(r"%\((\w+)\)s", number, statement).replace("%%", "%")
+    with store.engine.connect() as c:
+        raw = c.connection.driver_connection
+        assert isinstance(raw, psycopg.Connection)
+        cur = psycopg.ClientCursor(raw)
+        cur.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cur.execute(f"PREPARE generic_probe AS {text}")
+        try:
+            args = [parameters[n] for n in names]
+            cur.execute("EXPLAIN (COSTS OFF) EXECUTE generic_probe(" + ", ".join(["%s"] * len(args)) + ")", args)
+            return [str(r[0]) for r in cur.fetchall()]
+        finally:
+            cur.execute("DEALLOCATE generic_probe")
+            c.rollback()
 
 
 def main(url: str, n: int = 10_000) -> None:  # pragma: no cover - documentation helper

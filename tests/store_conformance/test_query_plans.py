@@ -1,7 +1,9 @@
 """The lineage and candidate queries stay index-bounded as a conversation grows: with
 10^4 messages in the conversation (3·10^4 in the table) no query the assembler runs
 scans a large table, and the recent window reads each lineage segment backwards
-through the lineage index (docs/query-plans.md)."""
+through the lineage index (docs/query-plans.md).  The statements are the ones executed:
+the prepared statements of candidate collection and the working set
+(``store/prepared.py``, ids bound as one list parameter) and the SQLAlchemy ones."""
 
 from __future__ import annotations
 
@@ -14,20 +16,38 @@ import pytest
 from contextledger.store.blobs import LocalBlobStore
 from contextledger.store.sql import SqlStore
 
-from .plan_data import assembler_queries, explain, populate
+from .plan_data import assembler_queries, explain, explain_generic, populate
 
 LARGE = "messages|tool_calls|tool_artifacts|tool_memories"
 
 
 @pytest.fixture
-def plans(backend_url: str, tmp_path: Path) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+def planned(backend_url: str, tmp_path: Path) -> Iterator[tuple[str, list[tuple[str, str]], list[tuple[str, str]]]]:
+    """``(dialect, [(sql, plan)], [(sql, generic plan)])`` of the assembler's queries
+    (generic plans: PostgreSQL only)."""
     store = SqlStore(backend_url, LocalBlobStore(tmp_path / "blobs"))
     try:
         populate(store, 10_000)
-        out = [(re.sub(r"\s+", " ", stmt), "\n".join(explain(store, stmt, params))) for stmt, params in assembler_queries(store)]
-        yield store.dialect, out
+        queries = assembler_queries(store)
+        out = [(re.sub(r"\s+", " ", stmt), "\n".join(explain(store, stmt, params))) for stmt, params in queries]
+        generic = (
+            [(re.sub(r"\s+", " ", stmt), "\n".join(explain_generic(store, stmt, params))) for stmt, params in queries]
+            if store.dialect == "postgresql"
+            else []
+        )
+        yield store.dialect, out, generic
     finally:
         store.close()
+
+
+@pytest.fixture
+def plans(planned: tuple[str, list[tuple[str, str]], list[tuple[str, str]]]) -> tuple[str, list[tuple[str, str]]]:
+    return planned[0], planned[1]
+
+
+@pytest.fixture
+def generic(planned: tuple[str, list[tuple[str, str]], list[tuple[str, str]]]) -> list[tuple[str, str]]:
+    return planned[2]
 
 
 def _plan_of(plans: list[tuple[str, str]], *needles: str) -> str:
@@ -43,32 +63,73 @@ def test_no_full_scan_of_large_tables(plans: tuple[str, list[tuple[str, str]]]) 
     offenders = [(sql[:160], plan) for sql, plan in out if full_scan.search(plan)]
     assert offenders == []
 
+def test_generic_plans_stay_on_indexes(plans: tuple[str, list[tuple[str, str]]], generic: list[tuple[str, str]]) -> None:
+    """Prepared statements run with a fixed SQL text: once psycopg prepares one
+    (PostgreSQL), the server may switch to a generic plan, made without the parameter
+    values — those are index searches too.  (SQLite plans a statement when it is
+    prepared, without the values: its plans above are already those.)"""
+    dialect, out = plans
+    if dialect == "sqlite":
+        assert generic == []
+        return
+    assert len(generic) == len([sql for sql, _ in out if "%(" in sql]) >= 20
+    full_scan = re.compile(rf"Seq Scan on ({LARGE}|memory_terms)\b")
+    assert [(sql[:160], plan) for sql, plan in generic if full_scan.search(plan)] == []
+    for column, index in (("tool_calls.message_id", "ix_tool_calls_message"), ("tool_memories.id", "tool_memories_pkey")):
+        found = [plan for sql, plan in generic if f"{column} = ANY (" in sql]
+        assert found and all(index in plan for plan in found), (column, found)
+
+
+def _in(dialect: str, column: str) -> str:
+    """How a list of ids bound as one parameter reads in the SQL (store/prepared.py)."""
+    return f"{column} IN (SELECT" if dialect == "sqlite" else f"{column} = ANY ("
+
+
+def _each_plan(plans: list[tuple[str, str]], *needles: str) -> list[str]:
+    found = [plan for sql, plan in plans if all(n in sql for n in needles)]
+    assert found, needles
+    return found
+
 
 def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, str]]]) -> None:
     dialect, out = plans
     # windows: one backward range per lineage segment (3 segments), in every window read
-    windows = [plan for sql, plan in out if "UNION ALL" in sql and "FROM messages" in sql and "messages.kind IN" not in sql]
+    windows = [plan for sql, plan in out if "UNION ALL" in sql and "FROM messages" in sql and "messages.kind" not in sql]
     assert windows and [w.count("ix_messages_lineage") for w in windows] == [3] * len(windows)
-    # the newest compaction messages: one backward range of ix_messages_kind per segment
+    # the newest compaction / moderator messages: one backward range of ix_messages_kind per segment
     compactions = [plan for sql, plan in out if "UNION ALL" in sql and "messages.kind IN" in sql]
     assert compactions and [w.count("ix_messages_kind") for w in compactions] == [3] * len(compactions)
+    # the first user message: one LIMIT 1 probe of ix_messages_role per segment
+    first_user = [plan for sql, plan in out if "UNION ALL" in sql and "messages.kind || " in sql]
+    assert first_user and [w.count("ix_messages_role") for w in first_user] == [3] * len(first_user)
     memory_windows = [plan for sql, plan in out if "UNION ALL" in sql and "FROM tool_memories" in sql]
     assert memory_windows and [w.count("ix_tool_memories_lineage") for w in memory_windows] == [3] * len(memory_windows)
-    assert "ix_tool_calls_message" in _plan_of(out, "tool_calls.message_id IN")
-    assert "ix_tool_calls_status" in _plan_of(out, "tool_calls.status IN")
-    assert "ux_tool_artifacts_call_id" in _plan_of(out, "FROM tool_artifacts", "tool_artifacts.call_id IN")
-    assert "ix_tool_memories_artifact" in _plan_of(out, "tool_memories.artifact_id IN")
-    # recall: one backward range of the term index per term (bounded by LIMIT)
-    assert "ix_memory_terms_term" in _plan_of(out, "FROM memory_terms")
-    # reads by id go through the primary key, never a (tenant, conversation) range
+    # reads by a list of ids (one parameter): every one on its own index, on the
+    # three-segment and on the one-segment lineage alike
     pk = ("sqlite_autoindex_tool_memories_1", "sqlite_autoindex_tool_artifacts_1") if dialect == "sqlite" else ("tool_memories_pkey", "tool_artifacts_pkey")
-    assert pk[0] in _plan_of(out, "tool_memories.id IN")
-    assert pk[1] in _plan_of(out, "tool_artifacts.id IN")
-    # the working set: the newest memories of each segment, then the file subjects
-    assert "ix_tool_memories_lineage" in _plan_of(out, "FROM tool_memories", "tool_memories.subject_key AS subject_key")
-    assert "ix_tool_memories_subject" in _plan_of(out, "tool_memories.subject_key IN")
-    assert "ix_messages_role" in _plan_of(out, "messages.role IN")
-    assert "ix_messages_role" in _plan_of(out, "messages.role = ", "messages.kind || ")
+    by_list = {
+        "tool_calls.message_id": "ix_tool_calls_message",
+        "tool_calls.call_id": "ux_tool_calls_call_id",
+        "tool_artifacts.call_id": "ux_tool_artifacts_call_id",
+        "tool_memories.artifact_id": "ix_tool_memories_artifact",
+        "messages.id": "ix_messages_id" if dialect == "sqlite" else "messages_pkey",
+        # by id the primary key decides, never a (tenant, conversation) range
+        "tool_memories.id": pk[0],
+        "tool_artifacts.id": pk[1],
+    }
+    for column, index in by_list.items():
+        found = _each_plan(out, _in(dialect, column))
+        assert all(index in plan for plan in found), (column, found)
+    assert all("ix_tool_calls_status" in plan for plan in _each_plan(out, "tool_calls.status IN"))
+    # recall: one backward range of the term index per term (bounded by LIMIT), in one statement
+    terms = [(sql, plan) for sql, plan in out if "FROM memory_terms" in sql]
+    assert terms and all(plan.count("ix_memory_terms_term") == sql.count("memory_terms.term = ") for sql, plan in terms)
+    assert max(sql.count("memory_terms.term = ") for sql, _ in terms) == 2
+    # the working set: the newest memories of each segment, then their bodies by primary key
+    working_set = _each_plan(out, "FROM tool_memories", "tool_memories.subject_key AS subject_key")
+    assert [p.count("ix_tool_memories_lineage") for p in working_set] == [3] * len(working_set)
+    assert all(pk[0] in p for p in working_set)
+    assert all("ix_tool_memories_subject" in p for p in _each_plan(out, "tool_memories.subject_key IN"))
     # every read filtered by role, kind or status uses that filter's index, also on a
     # one-segment lineage (where the lineage index matches as many leading columns)
     for needle, index in (("messages.role", "ix_messages_role"), ("messages.kind IN", "ix_messages_kind"), ("tool_calls.status", "ix_tool_calls_status")):
@@ -77,5 +138,3 @@ def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, s
     # lineage totals and out-of-lineage counts read the counters, never the history
     assert not [sql for sql, _ in out if "count(" in sql.lower() and re.search(rf"FROM ({LARGE})\b", sql)]
     assert "branch_counters" in _plan_of(out, "FROM branch_counters")
-    by_ids = _plan_of(out, "FROM messages", "messages.id IN")
-    assert ("ix_messages_id" if dialect == "sqlite" else "messages_pkey") in by_ids

@@ -1309,32 +1309,24 @@ class SqlStore:
     ) -> list[ToolMemory]:
         """The newest ``limit`` memories whose ``subject_key`` starts with
         ``subject_prefix`` among the newest ``scan`` memories of each lineage segment (in
-        ``seq`` order).  Bounded work whatever the history: per segment one backward
-        range of ``ix_tool_memories_lineage`` reading at most ``scan`` entries, then the
-        matching rows by primary key — unlike a prefix range over the subject index,
-        which reads every matching memory of the conversation to sort them."""
+        ``(seq, id)`` order).  Bounded work whatever the history: per segment one
+        backward range of ``ix_tool_memories_lineage`` reading at most ``scan`` entries,
+        then the matching rows by primary key, in one prepared statement
+        (:meth:`~contextledger.store.reads.LineageReads.recent_subject_memories`) —
+        unlike a prefix range over the subject index, which reads every matching memory
+        of the conversation to sort them.
+
+        Raises:
+            ScopeError: no scope.
+        """
+        from contextledger.store.reads import LineageReads
+
         scope = require_scope(scope)
-        t = S.tool_memories
-        windows = []
-        for seg in segments:
-            inner = (
-                sa.select(t.c.id, t.c.seq, t.c.subject_key)
-                .where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, _segments_clause(t, [seg]))
-                .order_by(t.c.seq.desc())
-                .limit(scan)
-                .subquery()
-            )
-            windows.append(sa.select(inner.c.id, inner.c.seq).where(inner.c.subject_key >= subject_prefix, inner.c.subject_key < subject_prefix + "\uffff"))
-        if not windows:
-            return []
-        union = sa.union_all(*windows).subquery()
-        stmt = sa.select(union.c.id).order_by(union.c.seq.desc(), union.c.id.desc()).limit(limit)
+
         if conn is None:
             with self.reader() as c:
-                ids = [r.id for r in c.execute(stmt)]
-        else:
-            ids = [r.id for r in conn.execute(stmt)]
-        return self.memories(scope, conversation_id, ids=ids, conn=conn) if ids else []
+                return LineageReads(self, c, scope, conversation_id).recent_subject_memories(segments, subject_prefix, scan=scan, limit=limit)
+        return LineageReads(self, conn, scope, conversation_id).recent_subject_memories(segments, subject_prefix, scan=scan, limit=limit)
 
     def term_matches(
         self, scope: Scope | None, conversation_id: str, terms: Iterable[str], *, per_term: int = 64, conn: Connection | None = None
