@@ -20,6 +20,8 @@ sorted by ``seq`` / call index / id, never by dict order or wall clock.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import hashlib
 import json
 import re
@@ -146,7 +148,7 @@ _PROBE_BUCKET = "\x00probe"
 """Bucket name of cost-probe renderings (renamed when a probe rendering is kept)."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class _Piece:
     """A rendered unit with its selection-time cost."""
 
@@ -863,6 +865,7 @@ class Assembler:
 
         notes_scratch = ev.quiet()
         ever_lines = {m for n in notes for m in n.memory_ids}
+        lines_sorted = [True]  # ``notes`` is in ``order`` (a refill appends out of order)
 
         def to_notes(p: _Piece) -> int:
             """Turn a unit into its evidence lines; returns their summed cost."""
@@ -884,7 +887,11 @@ class Assembler:
                 added += cost
                 notes.append(_Piece(unit=None, messages=[], cost=cost, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem, line=line))
                 ever_lines.add(mem.id)
-            notes.sort(key=by_order)
+                if lines_sorted[0]:
+                    notes.insert(bisect.bisect_right(notes, notes[-1].order, hi=len(notes) - 1, key=by_order), notes.pop())
+            if not lines_sorted[0]:
+                notes.sort(key=by_order)
+                lines_sorted[0] = True
             return added
 
         sysb = system
@@ -936,6 +943,7 @@ class Assembler:
         def refill(total: int) -> int:
             total = give_back(total, chosen, dropped_chat("user"), restore_chat)
             lines = sorted(self._evicted, key=self._evict_key, reverse=True)[:24]
+            lines_sorted[0] = False
             total = give_back(total, notes, lines, lambda n: ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps"))
             return give_back(total, chosen, dropped_chat("assistant"), restore_chat)
 
@@ -979,7 +987,7 @@ class Assembler:
             # drop steps (on copies), or give it up
             for i, p in enumerate(with_raw):
                 if set(p.raw_artifacts) & set(rehydrated):
-                    with_raw[i] = _Piece(**{**p.__dict__, "mandatory": True})
+                    with_raw[i] = dataclasses.replace(p, mandatory=True)
             room_notes = list(notes)
             quiet = ev.quiet()
             fits = exact(build(with_raw, room_notes, sysb))

@@ -449,7 +449,7 @@ class Evaluator:
         if final:
             return view
         if self.freshness.is_stale(mem):
-            omit = self.freshness.check(mem)
+            omit = self.freshness.check(mem) if self.freshness.mode(mem) == "omit" else None
             if omit is not None:
                 self.omit_record(mem.id, "memory", omit.reason, omit.detail)
                 if in_exchange:
