@@ -29,7 +29,12 @@ from contextledger.assembly.families import (
 )
 from contextledger.assembly.units import derived
 from contextledger.ids import new_id
-from contextledger.memory.derive import render_memory_text, stale_marker_body, stale_marker_header
+from contextledger.memory.derive import (
+    render_memory_text,
+    stale_marker_body,
+    stale_marker_header_at,
+)
+from contextledger.memory.freshness import memory_times_us
 from contextledger.records.enums import (
     DecisionKind,
     OmissionReason,
@@ -458,7 +463,7 @@ class Evaluator:
             self._add(mem.id, "memory", PolicyFamily.FRESHNESS, DecisionKind.MARK_STALE, "stale_marked")
             if not in_exchange:
                 return MemoryView(_stale_line(mem, self._now_us) + conflict, Shape.STALE_MARKER, True)
-            marker = stale_marker_header(mem, self.now) + "\n" + derived(mem, "stale_marker_body", lambda: stale_marker_body(mem))
+            marker = stale_marker_header_at(mem, derived(mem, "times_us", lambda: memory_times_us(mem)), self._now_us) + "\n" + derived(mem, "stale_marker_body", lambda: stale_marker_body(mem))
             return MemoryView(text=marker + conflict, shape=Shape.STALE_MARKER, stale=True, raw_prefix=marker + "\n")
         if not in_exchange:
             return MemoryView(text=derived(mem, "summary", lambda: mem.summary.strip()) + conflict, shape=mem.shape)

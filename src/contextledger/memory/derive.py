@@ -22,9 +22,11 @@ from contextledger.memory.extractors import ExtractorRegistry, ToolInput, defaul
 from contextledger.memory.extractors.textutil import byte_len, fmt_int
 from contextledger.memory.freshness import (
     age_text,
-    format_age,
+    age_text_at,
+    epoch_us,
+    format_seconds,
+    memory_times_us,
     stale_after_for,
-    staleness_deadline,
 )
 from contextledger.records.enums import (
     ContextKind,
@@ -38,7 +40,7 @@ from contextledger.records.enums import (
 from contextledger.records.models import ProvenanceRef, ToolArtifact, ToolMemory
 from contextledger.tokens import Tokenizer, get_tokenizer
 
-__all__ = ["artifact_ref_text", "derive_memory", "render_memory_text", "render_stale_marker", "stale_marker_body", "stale_marker_header"]
+__all__ = ["artifact_ref_text", "derive_memory", "render_memory_text", "render_stale_marker", "stale_marker_body", "stale_marker_header", "stale_marker_header_at"]
 
 MAX_RENDERED_DIFF_LINES = 40
 
@@ -219,10 +221,17 @@ def stale_marker_header(memory: ToolMemory, now: datetime) -> str:
     Raises:
         InputError: ``now`` is naive.
     """
-    header = f"[stale memory {memory.id} · {memory.source_tool} · {age_text(memory, now)}"
-    deadline = staleness_deadline(memory)
-    if deadline is not None and now >= deadline:
-        header += f" · stale since {format_age(now - deadline)}"
+    age_text(memory, now)  # checks ``now``
+    return stale_marker_header_at(memory, memory_times_us(memory), epoch_us(now))
+
+
+def stale_marker_header_at(memory: ToolMemory, times_us: tuple[int, int | None, int | None], now_us: int) -> str:
+    """:func:`stale_marker_header` from :func:`~contextledger.memory.freshness.memory_times_us`
+    and ``now`` in :func:`~contextledger.memory.freshness.epoch_us` microseconds."""
+    observed_us, verified_us, deadline_us = times_us
+    header = f"[stale memory {memory.id} · {memory.source_tool} · {age_text_at(observed_us, verified_us, now_us)}"
+    if deadline_us is not None and now_us >= deadline_us:
+        header += f" · stale since {format_seconds((now_us - deadline_us) // 1_000_000)}"
     return header + "]"
 
 

@@ -23,7 +23,7 @@ the last time it was read or rendered.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from contextledger.errors import InputError
 from contextledger.records.enums import FreshnessClass, ResolutionState
@@ -32,8 +32,12 @@ from contextledger.records.models import ToolMemory
 __all__ = [
     "DEFAULT_STALE_AFTER",
     "age_text",
+    "age_text_at",
+    "epoch_us",
     "format_age",
+    "format_seconds",
     "is_stale",
+    "memory_times_us",
     "stale_after_for",
     "staleness_deadline",
     "ttl_for",
@@ -114,10 +118,11 @@ def is_stale(memory: ToolMemory, now: datetime) -> bool:
 
 def format_age(delta: timedelta) -> str:
     """``"45 s"``, ``"12 min"``, ``"3 h 12 min"``, ``"2 d 4 h"`` (whole units, rounded down)."""
-    return _format_seconds(int(delta.total_seconds()))
+    return format_seconds(int(delta.total_seconds()))
 
 
-def _format_seconds(seconds: int) -> str:
+def format_seconds(seconds: int) -> str:
+    """:func:`format_age` of a whole number of seconds (≥ 0)."""
     if seconds < 60:
         return f"{seconds} s"
     minutes = seconds // 60
@@ -130,7 +135,39 @@ def _format_seconds(seconds: int) -> str:
     return f"{days} d {hours} h" if hours else f"{days} d"
 
 
-_ZERO = timedelta(0)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def epoch_us(at: datetime) -> int:
+    """Microseconds since 1970-01-01T00:00Z of an aware datetime (exact integer)."""
+    return (at - _EPOCH) // _MICROSECOND
+
+
+def memory_times_us(memory: ToolMemory) -> tuple[int, int | None, int | None]:
+    """``(observed, verified, stale deadline)`` of ``memory`` in :func:`epoch_us`
+    microseconds (``None`` when unset / never stale): what its age texts are made of."""
+    deadline = staleness_deadline(memory)
+    return (
+        epoch_us(memory.observed_at),
+        epoch_us(memory.verified_at) if memory.verified_at is not None else None,
+        epoch_us(deadline) if deadline is not None else None,
+    )
+
+
+def age_text_at(observed_us: int, verified_us: int | None, now_us: int) -> str:
+    """:func:`age_text` from :func:`epoch_us` microseconds (whole seconds, rounded down)."""
+
+    def part(label: str, at_us: int) -> str:
+        d = now_us - at_us
+        if d < 0:
+            return f"{label} {format_seconds(-d // 1_000_000)} in the future"
+        return f"{label} {format_seconds(d // 1_000_000)} ago"
+
+    observed = part("observed", observed_us)
+    if verified_us is None:
+        return observed
+    return f"{part('verified', verified_us)} ({observed})"
 
 
 def age_text(memory: ToolMemory, now: datetime) -> str:
@@ -141,14 +178,5 @@ def age_text(memory: ToolMemory, now: datetime) -> str:
         InputError: ``now`` is naive.
     """
     _require_aware(now, "now")
-
-    def part(label: str, at: datetime) -> str:
-        delta = now - at
-        if delta < _ZERO:
-            return f"{label} {format_age(-delta)} in the future"
-        return f"{label} {format_age(delta)} ago"
-
-    observed = part("observed", memory.observed_at)
-    if memory.verified_at is None:
-        return observed
-    return f"{part('verified', memory.verified_at)} ({observed})"
+    observed_us, verified_us, _ = memory_times_us(memory)
+    return age_text_at(observed_us, verified_us, epoch_us(now))
