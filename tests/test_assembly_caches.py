@@ -26,6 +26,7 @@ def _clear_caches() -> None:
     units._DERIVED.clear()
     render._stale_parts.cache_clear()
     render.compact_arguments.cache_clear()
+    render._line_of.cache_clear()
 
 
 def _assembly(led: Ledger, case: Any, budget: int | None = None) -> dict[str, Any]:

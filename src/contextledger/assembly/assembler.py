@@ -47,7 +47,7 @@ from contextledger.assembly.render import (
     runtime_state_text,
     system_blocks,
 )
-from contextledger.assembly.units import Unit, build_units
+from contextledger.assembly.units import Unit, build_units, derived
 from contextledger.errors import InputError, NotFoundError
 from contextledger.ids import new_id
 from contextledger.memory.terms import memory_terms, query_terms
@@ -709,7 +709,9 @@ class Assembler:
                 compact = (not raw) or big_args
                 if compact and any(len(c.arguments_json) > 160 for c in callable_calls):
                     ev.shape_record(head.id, "message", Shape.EXTRACT, OmissionReason.REPLACED_BY_MEMORY, "long tool-call arguments cut; the exact call is in the ledger")
-                msgs.append(assistant_turn(head, callable_calls, extra, name, compact=compact))
+                # the assistant turn depends only on its records and texts: made once
+                # per message record and arguments across requests
+                msgs.append(derived(head, ("turn", tuple(c.id for c in callable_calls), tuple(extra), name, compact), lambda: assistant_turn(head, callable_calls, extra, name, compact=compact)))
                 msgs.extend(results)
             ev.include(head.id, "message", shape, bucket)
         return _Piece(unit=u, messages=msgs, cost=self._cost(msgs), bucket=bucket, shape=shape, mandatory=mandatory, order=order, memory_ids=tuple(memory_ids), raw_artifacts=tuple(raw_arts), confidence=confidence, stale=stale)
@@ -807,8 +809,6 @@ class Assembler:
         the longest texts are cut with an explicit marker; the system text is cut.
         """
         from operator import attrgetter
-
-        from contextledger.assembly.units import derived
 
         chosen = list(pieces)
         self._reshaped: set[str] = set()

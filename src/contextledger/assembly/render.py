@@ -156,6 +156,11 @@ _ARTIFACT_REF = re.compile(r" ?\[artifact art_[0-9A-Za-z]+, [\d,]+ bytes\]")
 def memory_line(mem: ToolMemory, text: str) -> str:
     """One compact evidence line of a retrieval block: the memory's text without its
     artifact reference (the assembly record keeps the memory and artifact ids)."""
+    return _line_of(text)
+
+
+@functools.lru_cache(maxsize=16384)
+def _line_of(text: str) -> str:
     return "- " + _ARTIFACT_REF.sub("", text).strip()
 
 
