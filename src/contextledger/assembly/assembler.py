@@ -860,8 +860,12 @@ class Assembler:
                 msgs.extend(p.messages)
             return NeutralRequest(system=sysb, messages=tuple(msgs), tools=tools)
 
+        # wire forms and counts of unchanged messages are reused between the rounds
+        serial_memo: dict[int, Any] = {}
+        count_memo: dict[int, Any] = {}
+
         def exact(req: NeutralRequest) -> int:
-            return int(count(provider, serialize(provider, req, resolve_blob=None)))
+            return int(count(provider, serialize(provider, req, resolve_blob=None, memo=serial_memo), memo=count_memo))
 
         notes_scratch = ev.quiet()
         ever_lines = {m for n in notes for m in n.memory_ids}

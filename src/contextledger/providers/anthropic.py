@@ -63,6 +63,7 @@ from contextledger.providers.openai_chat import (
     image_bytes,
     image_placeholder,
     pair_tool_results,
+    turn_call_ids,
 )
 from contextledger.records.parts import (
     BinaryPart,
@@ -114,11 +115,16 @@ def parse_tool_input(arguments_json: str) -> dict[str, Any]:
 
 
 def serialize_anthropic(
-    request: NeutralRequest, *, resolve_blob: BlobResolver | None = None
+    request: NeutralRequest,
+    *,
+    resolve_blob: BlobResolver | None = None,
+    memo: dict[int, Any] | None = None,
 ) -> dict[str, Any]:
     """The Messages API ``system``, ``messages`` and ``tools`` fields for ``request``.
 
     See the module docstring for the exact shapes and the documented rewrites.
+    ``memo``: as for :func:`~contextledger.providers.openai_chat.serialize_openai_chat`
+    (content blocks of each neutral message and its results, tool definitions).
 
     Raises:
         ProviderSerializationError: no messages; a neutral message with nothing to send;
@@ -134,16 +140,25 @@ def serialize_anthropic(
     ids = CallIdMap(ANTHROPIC_ID_MAX_LENGTH)
     entries: list[tuple[str, list[dict[str, Any]]]] = []
     for turn in turns:
-        blocks = _blocks(turn.message, turn.index, ids, resolve_blob)
+        hit = memo.get(id(turn.message)) if memo is not None else None
+        if hit is not None and hit[0] is turn.message and len(hit[1]) == len(turn.results) and all(a is b for a, b in zip(hit[1], turn.results, strict=True)):
+            for call_id in turn_call_ids(turn):
+                ids(call_id)  # collisions are still detected
+            blocks, results = hit[2], hit[3]
+        else:
+            blocks = _blocks(turn.message, turn.index, ids, resolve_blob)
+            results = [_result_block(r, ids, resolve_blob) for r in turn.results]
+            if memo is not None:
+                memo[id(turn.message)] = (turn.message, turn.results, blocks, results)
         entries.append((turn.message.role, blocks))
-        if turn.results:
-            entries.append(("user", [_result_block(r, ids, resolve_blob) for r in turn.results]))
+        if results:
+            entries.append(("user", results))
     messages: list[dict[str, Any]] = []
     for role, blocks in entries:
         if messages and messages[-1]["role"] == role:
             messages[-1]["content"].extend(blocks)
         else:
-            messages.append({"role": role, "content": blocks})
+            messages.append({"role": role, "content": list(blocks)})
     if messages[0]["role"] == "assistant":
         messages.insert(
             0, {"role": "user", "content": [{"type": "text", "text": CONTINUATION_TEXT}]}
@@ -154,8 +169,15 @@ def serialize_anthropic(
         payload["system"] = system
     payload["messages"] = messages
     if tools:
-        payload["tools"] = [_tool(tool) for tool in tools]
+        payload["tools"] = [_memo_tool(memo, tool) for tool in tools] if memo is not None else [_tool(tool) for tool in tools]
     return payload
+
+
+def _memo_tool(memo: dict[int, Any], tool: ToolSchema) -> dict[str, Any]:
+    hit = memo.get(id(tool))
+    if hit is None or hit[0] is not tool:
+        hit = memo[id(tool)] = (tool, _tool(tool))
+    return hit[1]
 
 
 def _blocks(

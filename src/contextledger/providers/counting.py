@@ -90,39 +90,61 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def count_openai_chat_tokens(payload: dict[str, Any]) -> int:
+def _memoised(memo: dict[int, Any] | None, obj: Any, count: Callable[[Any], int]) -> int:
+    """``count(obj)``, kept in ``memo`` by the identity of ``obj`` (see the ``memo``
+    argument of the count functions)."""
+    if memo is None:
+        return count(obj)
+    hit = memo.get(id(obj))
+    if hit is None or hit[0] is not obj:
+        hit = memo[id(obj)] = (obj, count(obj))
+    return int(hit[1])
+
+
+def count_openai_chat_tokens(payload: dict[str, Any], *, memo: dict[int, Any] | None = None) -> int:
     """Prompt tokens of a Chat Completions body (``messages`` and ``tools``), in tokens.
 
     Follows the formula in the module docstring.  Shape errors are not reported here (use
     :func:`contextledger.providers.validate.validate_openai_chat`); missing or ill-typed
-    fields count zero.
+    fields count zero.  ``memo`` (optional, owned by the caller): the count of each
+    message and tool dict is kept by object identity, for payloads that share dicts
+    (see ``memo`` of the serializers); the dicts must not be mutated meanwhile.
     """
     n: Callable[[str], int] = get_tokenizer().count
     total = REPLY_PRIMING_TOKENS
     for message in _list(payload.get("messages")):
         if not isinstance(message, dict):
             continue
-        total += TOKENS_PER_MESSAGE + _str_tokens(n, message.get("role"))
-        name = message.get("name")
-        if isinstance(name, str):
-            total += n(name) + TOKENS_PER_NAME
-        total += _openai_content(n, message.get("content"))
-        total += _str_tokens(n, message.get("tool_call_id"))
-        for call in _list(message.get("tool_calls")):
-            if not isinstance(call, dict):
-                continue
-            function = call.get("function")
-            function = function if isinstance(function, dict) else {}
-            total += TOKENS_PER_TOOL_CALL + _str_tokens(n, call.get("id"))
-            total += _str_tokens(n, function.get("name")) + _str_tokens(
-                n, function.get("arguments")
-            )
+        total += _memoised(memo, message, lambda m: _openai_message(n, m))
     tools = _list(payload.get("tools"))
     if tools:
         total += TOOLS_BLOCK_TOKENS
         for tool in tools:
-            definition = tool.get("function", tool) if isinstance(tool, dict) else tool
-            total += TOKENS_PER_TOOL + n(_json(definition))
+            total += _memoised(memo, tool, lambda t: _openai_tool(n, t))
+    return total
+
+
+def _openai_tool(n: Callable[[str], int], tool: Any) -> int:
+    definition = tool.get("function", tool) if isinstance(tool, dict) else tool
+    return TOKENS_PER_TOOL + n(_json(definition))
+
+
+def _openai_message(n: Callable[[str], int], message: dict[str, Any]) -> int:
+    total = TOKENS_PER_MESSAGE + _str_tokens(n, message.get("role"))
+    name = message.get("name")
+    if isinstance(name, str):
+        total += n(name) + TOKENS_PER_NAME
+    total += _openai_content(n, message.get("content"))
+    total += _str_tokens(n, message.get("tool_call_id"))
+    for call in _list(message.get("tool_calls")):
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
+        total += TOKENS_PER_TOOL_CALL + _str_tokens(n, call.get("id"))
+        total += _str_tokens(n, function.get("name")) + _str_tokens(
+            n, function.get("arguments")
+        )
     return total
 
 
@@ -145,11 +167,12 @@ def _openai_content(n: Callable[[str], int], content: Any) -> int:
     return total
 
 
-def count_anthropic_tokens(payload: dict[str, Any]) -> int:
+def count_anthropic_tokens(payload: dict[str, Any], *, memo: dict[int, Any] | None = None) -> int:
     """Input tokens of a Messages body (``system``, ``messages``, ``tools``), o200k proxy.
 
     Follows the formula in the module docstring; record the count with
     :data:`ANTHROPIC_TOKENIZER_LABEL`.  Missing or ill-typed fields count zero.
+    ``memo``: as for :func:`count_openai_chat_tokens`, per content block and tool.
     """
     n: Callable[[str], int] = get_tokenizer().count
     total = REPLY_PRIMING_TOKENS
@@ -163,11 +186,17 @@ def count_anthropic_tokens(payload: dict[str, Any]) -> int:
             continue
         total += TOKENS_PER_MESSAGE + _str_tokens(n, message.get("role"))
         content = message.get("content")
-        total += n(content) if isinstance(content, str) else _anthropic_blocks(n, _list(content))
+        if isinstance(content, str):
+            total += n(content)
+        elif memo is None:
+            total += _anthropic_blocks(n, _list(content))
+        else:
+            for block in _list(content):
+                total += _memoised(memo, block, lambda b: _anthropic_blocks(n, [b]))
     tools = _list(payload.get("tools"))
     if tools:
         total += ANTHROPIC_TOOL_SYSTEM_PROMPT_TOKENS
-        total += sum(TOKENS_PER_TOOL + n(_json(tool)) for tool in tools)
+        total += sum(_memoised(memo, tool, lambda t: TOKENS_PER_TOOL + n(_json(t))) for tool in tools)
     return total
 
 

@@ -354,11 +354,19 @@ class CallIdMap:
 
 
 def serialize_openai_chat(
-    request: NeutralRequest, *, resolve_blob: BlobResolver | None = None
+    request: NeutralRequest,
+    *,
+    resolve_blob: BlobResolver | None = None,
+    memo: dict[int, Any] | None = None,
 ) -> dict[str, Any]:
     """The Chat Completions ``messages`` (and ``tools``) fields for ``request``.
 
-    See the module docstring for the exact shapes.
+    See the module docstring for the exact shapes.  ``memo`` (optional, owned by the
+    caller, for one ``resolve_blob``): the wire messages of each neutral message (with
+    its results) and each tool definition are kept by object identity and reused when
+    the same objects are serialized again — for callers that serialize many requests
+    sharing most messages (budget selection).  The result is the same as without it;
+    reused dicts are shared between payloads, so callers must not mutate them.
 
     Raises:
         ProviderSerializationError: empty request, broken tool pairing, thinking parts,
@@ -373,24 +381,54 @@ def serialize_openai_chat(
     if system:
         messages.append({"role": "system", "content": system})
     for turn in turns:
+        if memo is not None and _replay_turn(memo, turn, ids, messages):
+            continue
+        start = len(messages)
         if turn.message.role == "user":
             messages.append(_user_message(turn.message, resolve_blob))
-            continue
-        messages.append(_assistant_message(turn.message, ids))
-        for result in turn.results:
-            texts = [result.text] if result.text else []
-            texts.extend(image_placeholder(image) for image in result.images)
-            if result.is_error:
-                texts.insert(0, TOOL_ERROR_MARK)
-            messages.append(
-                {"role": "tool", "tool_call_id": ids(result.call_id), "content": "\n".join(texts)}
-            )
+        else:
+            messages.append(_assistant_message(turn.message, ids))
+            for result in turn.results:
+                texts = [result.text] if result.text else []
+                texts.extend(image_placeholder(image) for image in result.images)
+                if result.is_error:
+                    texts.insert(0, TOOL_ERROR_MARK)
+                messages.append(
+                    {"role": "tool", "tool_call_id": ids(result.call_id), "content": "\n".join(texts)}
+                )
+        if memo is not None:
+            memo[id(turn.message)] = (turn.message, turn.results, messages[start:])
     if not messages:
         raise ProviderSerializationError("request has no system text and no messages")
     payload: dict[str, Any] = {"messages": messages}
     if tools:
-        payload["tools"] = [_tool(tool) for tool in tools]
+        payload["tools"] = [_memo_tool(memo, tool) for tool in tools] if memo is not None else [_tool(tool) for tool in tools]
     return payload
+
+
+def turn_call_ids(turn: NeutralTurn) -> list[str]:
+    """The neutral call ids a turn maps to wire ids, in serialization order (its calls,
+    then its results)."""
+    return [p.call_id for p in turn.message.parts if isinstance(p, ToolCallPart)] + [r.call_id for r in turn.results]
+
+
+def _replay_turn(memo: dict[int, Any], turn: NeutralTurn, ids: CallIdMap, out: list[dict[str, Any]]) -> bool:
+    """Append the memoised wire messages of ``turn`` (same message and result objects)
+    to ``out``, mapping its call ids again (collisions are still detected)."""
+    hit = memo.get(id(turn.message))
+    if hit is None or hit[0] is not turn.message or len(hit[1]) != len(turn.results) or any(a is not b for a, b in zip(hit[1], turn.results, strict=True)):
+        return False
+    for call_id in turn_call_ids(turn):
+        ids(call_id)
+    out.extend(hit[2])
+    return True
+
+
+def _memo_tool(memo: dict[int, Any], tool: ToolSchema) -> dict[str, Any]:
+    hit = memo.get(id(tool))
+    if hit is None or hit[0] is not tool:
+        hit = memo[id(tool)] = (tool, _tool(tool))
+    return hit[1]
 
 
 def _head(message: WireMessage) -> dict[str, Any]:

@@ -39,7 +39,7 @@ _SERIALIZERS: dict[str, _Serializer] = {
     "openai-chat": serialize_openai_chat,
     "anthropic": serialize_anthropic,
 }
-_COUNTERS: dict[str, Callable[[dict[str, Any]], int]] = {
+_COUNTERS: dict[str, Callable[..., int]] = {
     "openai-chat": count_openai_chat_tokens,
     "anthropic": count_anthropic_tokens,
 }
@@ -57,29 +57,37 @@ def _check(provider: str) -> str:
 
 
 def serialize(
-    provider: str, request: NeutralRequest, *, resolve_blob: BlobResolver | None = None
+    provider: str,
+    request: NeutralRequest,
+    *,
+    resolve_blob: BlobResolver | None = None,
+    memo: dict[int, Any] | None = None,
 ) -> dict[str, Any]:
     """The request-body fields for ``request`` in ``provider``'s wire format.
 
     ``resolve_blob`` returns image bytes for a blob key (``None`` when unavailable); without
     it images are sent by URL or as placeholder text.  Same request ⇒ the same payload,
-    byte for byte under ``json.dumps`` (insertion order is fixed).
+    byte for byte under ``json.dumps`` (insertion order is fixed).  ``memo`` (optional,
+    caller-owned, one per ``resolve_blob``) reuses the wire form of message and tool
+    objects serialized before (see the serializer modules); same result.
 
     Raises:
         InputError: unknown provider.
         ProviderSerializationError: content the format cannot express (see the serializer
             modules for the exact rules).
     """
-    return _SERIALIZERS[_check(provider)](request, resolve_blob=resolve_blob)
+    return _SERIALIZERS[_check(provider)](request, resolve_blob=resolve_blob, memo=memo)
 
 
-def count_payload_tokens(provider: str, payload: dict[str, Any]) -> int:
-    """Input tokens of a serialized payload (formula in :mod:`.counting`).
+def count_payload_tokens(provider: str, payload: dict[str, Any], *, memo: dict[int, Any] | None = None) -> int:
+    """Input tokens of a serialized payload (formula in :mod:`.counting`).  ``memo``
+    (optional, caller-owned) keeps the counts of message, block and tool dicts by
+    identity, for payloads sharing dicts made with a serializer ``memo``.
 
     Raises:
         InputError: unknown provider.
     """
-    return _COUNTERS[_check(provider)](payload)
+    return _COUNTERS[_check(provider)](payload, memo=memo)
 
 
 def validate_payload(provider: str, payload: dict[str, Any]) -> list[str]:
