@@ -74,3 +74,14 @@ def test_statements_needing_sqlalchemy_at_execution_are_refused(store: SqlStore)
         P.Prepared(sa.select(t.c.id).where(t.c.id.in_(["a", "b"])), store.engine.dialect)
     with pytest.raises(ValueError, match="bind processor"):
         P.Prepared(sa.select(t.c.id).where(t.c.body == sa.bindparam("p_body", type_=sa.JSON())), store.engine.dialect)
+
+
+def test_driver_errors_are_raised_as_sqlalchemy_errors(store: SqlStore) -> None:
+    t = S.messages
+    # a function neither database has: the driver raises when the statement runs
+    bad = sa.select(sa.func.no_such_function(t.c.id)).where(t.c.id == sa.bindparam("p_id", type_=t.c.id.type))
+    stmt = P.Prepared(bad, store.engine.dialect)
+    with store.reader() as conn, pytest.raises(sa.exc.DBAPIError) as caught:
+        stmt.rows(conn, {"p_id": "x"})
+    assert "no_such_function" in str(caught.value.orig)
+    assert caught.value.statement == stmt.sql

@@ -83,8 +83,8 @@ class Prepared:
 
         Raises:
             KeyError: a required parameter is missing.
-            sqlalchemy.exc.DBAPIError subclasses are not raised here: the driver's own
-            errors propagate (``sqlite3.Error``, ``psycopg.Error``).
+            sqlalchemy.exc.DBAPIError: the driver's error, wrapped as SQLAlchemy wraps it
+                (``OperationalError``, ``ProgrammingError``, …), as for any statement.
         """
         args = self.args(params)
         for sink in _CAPTURE:
@@ -95,6 +95,8 @@ class Prepared:
         try:
             cur.execute(self.sql, args)
             return list(cur.fetchall())
+        except conn.dialect.loaded_dbapi.Error as exc:
+            raise sa.exc.DBAPIError.instance(self.sql, args, exc, conn.dialect.loaded_dbapi.Error, dialect=conn.dialect) from exc
         finally:
             cur.close()
 
