@@ -1397,3 +1397,64 @@ def test_real_session_in_record_order_is_refused_not_repaired() -> None:
             "messages[215].parts[2]: tool call 'toolu_01AAQc1PRRFCtC2gzJhHPRn4' has no result "
             "(a pending call must be rendered as recovery state, never sent bare)"
         )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_memoised_serialization_and_counts_equal_fresh_ones(provider: str) -> None:
+    """A serializer/count ``memo`` shared by requests that share message objects (what
+    the budget selection does between rounds) gives exactly the fresh payload and count,
+    for a real session, for prefixes and sub-sequences of it, and for a request whose
+    messages are re-created (same values, new objects)."""
+    request = _claude_code_request(REAL / "marot-spotter" / "tool_heavy.jsonl")
+    memo_s: dict[int, Any] = {}
+    memo_c: dict[int, Any] = {}
+    msgs = request.messages
+
+    def turn_starts() -> list[int]:
+        return [i for i, m in enumerate(msgs) if m.role != "tool"] + [len(msgs)]
+
+    starts = turn_starts()
+    variants = [request]
+    for cut in (starts[len(starts) // 2], starts[-2]):
+        variants.append(NeutralRequest(system=request.system, messages=msgs[:cut], tools=request.tools))
+    # drop the second turn (its assistant message and results): the rest stays shared
+    variants.append(NeutralRequest(system=request.system, messages=msgs[: starts[1]] + msgs[starts[2] :], tools=request.tools))
+    # same values, new objects
+    variants.append(NeutralRequest(system=request.system, messages=tuple(WireMessage(role=m.role, parts=m.parts, name=m.name, ref=m.ref) for m in msgs), tools=request.tools))
+    variants.append(request)
+    for req in variants:
+        fresh = serialize(provider, req)
+        memoised = serialize(provider, req, memo=memo_s)
+        assert json.dumps(memoised, sort_keys=True) == json.dumps(fresh, sort_keys=True)
+        assert count_payload_tokens(provider, memoised, memo=memo_c) == count_payload_tokens(provider, fresh)
+    assert memo_s and memo_c
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_memoised_serialization_still_detects_colliding_call_ids(provider: str) -> None:
+    """Replayed messages map their call ids again: a later call whose id is exactly the
+    wire form of an earlier, memoised call's id is refused with the memo as without it."""
+    from contextledger.providers.openai_chat import safe_identifier
+
+    a = "call/1"
+    b = safe_identifier(a)  # compliant, so it maps to itself: the same wire id as ``a``
+    assert b != a
+    first = (
+        WireMessage(role="user", parts=(TextPart(text="go"),)),
+        WireMessage(role="assistant", parts=(ToolCallPart(call_id=a, tool_name="t", arguments_json="{}"),)),
+        WireMessage(role="tool", parts=(ToolResultPart(call_id=a, text="ok"),)),
+    )
+    memo: dict[int, Any] = {}
+    serialize(provider, NeutralRequest(system=("s",), messages=first), memo=memo)
+    clash = NeutralRequest(
+        system=("s",),
+        messages=(
+            *first,
+            WireMessage(role="user", parts=(TextPart(text="again"),)),
+            WireMessage(role="assistant", parts=(ToolCallPart(call_id=b, tool_name="t", arguments_json="{}"),)),
+            WireMessage(role="tool", parts=(ToolResultPart(call_id=b, text="ok"),)),
+        ),
+    )
+    for memo_arg in (None, memo):
+        with pytest.raises(ProviderSerializationError, match="both map to"):
+            serialize(provider, clash, memo=memo_arg)
