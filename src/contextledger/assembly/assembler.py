@@ -28,6 +28,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.candidates import CandidateSet, collect_candidates
@@ -144,6 +145,7 @@ class AssemblyResult:
         }
 
 
+_EVICT = attrgetter("evict")
 _PROBE_BUCKET = "\x00probe"
 """Bucket name of cost-probe renderings (renamed when a probe rendering is kept)."""
 
@@ -808,8 +810,6 @@ class Assembler:
         (its error line kept); an older task statement gives way to the current input;
         the longest texts are cut with an explicit marker; the system text is cut.
         """
-        from operator import attrgetter
-
         chosen = list(pieces)
         self._reshaped: set[str] = set()
         self._evicted: list[_Piece] = []
@@ -925,13 +925,15 @@ class Assembler:
         def give_back(total: int, target: list[_Piece], candidates: list[_Piece], restore: Any) -> int:
             # membership by identity: pieces are distinct objects, and comparing them
             # field by field (messages, parts) was most of the refill's time
+            present = {id(x) for x in target}
             for p in candidates:
-                if any(x is p for x in target) or total + p.cost > budget:
+                if total + p.cost > budget or id(p) in present:
                     continue
                 target.append(p)
                 trial = exact(build(chosen, notes, sysb))
                 if trial <= budget:
                     total = trial
+                    present.add(id(p))
                     restore(p)
                 else:
                     target.pop()
@@ -1066,7 +1068,10 @@ class Assembler:
                     ev.omit_unit(p.unit, OmissionReason.BUDGET, why + " (kept as evidence lines)")
                 return max(1, p.cost - added)
             if notes:
-                n = min(notes, key=self._evict_key)
+                for x in notes:
+                    if x.evict is None:
+                        self._evict_key(x)
+                n = min(notes, key=_EVICT)
                 notes[:] = [x for x in notes if x is not n]
                 self._evicted.append(n)
                 ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, why + " (evidence line)")
