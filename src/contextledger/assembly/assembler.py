@@ -234,9 +234,12 @@ class Assembler:
         if now is not None and now.tzinfo is None:
             raise InputError("now must be timezone-aware (e.g. 2026-01-01T00:00:00Z)")
         t0 = time.perf_counter()
+        # bounded by what the budget can hold: a shaped exchange costs ~100 tokens for its
+        # two messages, so ~budget/50 recent messages could be shown at all; older history
+        # reaches the request as evidence lines (newest memories, term recall, recovery)
         cands = collect_candidates(
             self.store, scope, conversation_id, branch_id,
-            recent_window=min(self.policy.candidates.recent_window, max(40, budget // 40)),
+            recent_window=min(self.policy.candidates.recent_window, max(40, budget // 50)),
             max_candidates=min(self.policy.candidates.max_candidates, max(50, budget // 25)),
         )
         if now is None:
