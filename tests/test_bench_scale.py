@@ -130,9 +130,11 @@ def test_coding_history_structure(sqlite_ledger: Ledger) -> None:
     working_set = [m["content"] for m in res.payload["messages"] if "files read or edited on this branch" in str(m["content"])]
     assert len(working_set) == 1
     assert "- src/pkg/module_007.py (edited)\n" in working_set[0]
-    # the reviewer's private edit of the test file is not in the shared view, but the
-    # agent's read of it is stale all the same
-    assert "- tests/test_module_003.py (read, changed since)\n" in working_set[0]
+    # the reviewer's private edit of the test file is not in the shared view, and it
+    # does not mark the agent's read stale there either (private state never reaches
+    # others, not even as "changed since")
+    assert "- tests/test_module_003.py (read)\n" in working_set[0]
+    assert "changed since" not in working_set[0]
     assert 0 < res.record.assembled_tokens <= 4000
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from contextledger.assembly.families import (
     ConflictEvaluator,
     FreshnessEvaluator,
+    LineageLinks,
     OwnershipEvaluator,
     PrivacyEvaluator,
     PromotionEvaluator,
@@ -194,8 +195,12 @@ class Evaluator:
         self.visibility = VisibilityEvaluator(viewer)
         self.ownership = OwnershipEvaluator(viewer)
         self.privacy = PrivacyEvaluator(policy, provider)
-        self.freshness = FreshnessEvaluator(policy, now)
-        self.conflict = ConflictEvaluator(policy)
+        # links that hold on this request's lineage and for its viewer, learnt from the
+        # units' memories in ``unit_visible`` (memory/linking.py stores links between
+        # branches on the newer memory only)
+        self.lineage = LineageLinks()
+        self.freshness = FreshnessEvaluator(policy, now, lineage=self.lineage)
+        self.conflict = ConflictEvaluator(policy, lineage=self.lineage)
         self.promotion = PromotionEvaluator(viewer)
         self.recovery = RecoveryEvaluator(policy)
         self.rehydration = RehydrationEvaluator(policy)
@@ -352,17 +357,30 @@ class Evaluator:
 
     def unit_visible(self, unit: Unit) -> bool:
         """Ownership & visibility of a unit (its first message decides); a child
-        subagent sees only its own records unless others were promoted to it."""
+        subagent sees only its own records unless others were promoted to it.
+
+        Also notes the unit's memories in :attr:`lineage` (seen by the viewer or not):
+        every unit of the request passes here before any memory view is made, and the
+        links the noted memories carry decide supersession and staleness on this
+        lineage (:class:`~contextledger.assembly.families.LineageLinks`)."""
         head = unit.messages[0]
         reason = self._visible(head.visibility, head.participant_id)
         if reason is not None:
             self.omit_unit(unit, reason, f"visibility {head.visibility.value}")
+            self._note_memories(unit, shown=False)
             return False
         narrow = self.ownership.child_input(head.participant_id, head.metadata.get("promoted_to", ()))
         if narrow is not None:
             self.omit_unit(unit, narrow.reason, narrow.detail)
+            self._note_memories(unit, shown=False)
             return False
+        self._note_memories(unit, shown=True)
         return True
+
+    # -- lineage links (memory/linking.py) ---------------------------------------------
+    def _note_memories(self, unit: Unit, *, shown: bool) -> None:
+        for mem in unit.memories.values():
+            self.lineage.note(mem, visible=shown and self.memory_visible(mem) and self.promotion.check(mem) is None)
 
     def artifact_hidden(self, art: ToolArtifact) -> OmissionReason | None:
         """Why a result under a visible turn must not be shown to the viewer, if so."""
@@ -446,7 +464,7 @@ class Evaluator:
         # what does not depend on ``now`` (visibility, promotion, supersession, privacy,
         # conflict marks) is decided once per record and request configuration, across
         # requests; freshness and ages are decided here, at ``now``
-        final, view, decisions, conflict = derived(mem, ("view", self._view_key, in_exchange), lambda: self._static_view(mem, in_exchange))
+        final, view, decisions, conflict = derived(mem, ("view", self._view_key, in_exchange, self.lineage.key(mem)), lambda: self._static_view(mem, in_exchange))
         for d in decisions:
             self.decisions.append(dict(d))
             if d["decision"] in _SETS_OMISSION:
@@ -490,7 +508,10 @@ class Evaluator:
                 if mem.status.value == "failed":
                     lines = [ln.strip() for ln in mem.summary.strip().splitlines()[:2] if ln.strip()]
                     outcome = " " + " — ".join([tight_summary(lines[0]), *lines[1:]])[:240] if lines else ""
-                view = MemoryView(text=f"[superseded by {mem.superseded_by}: see the newer result]{outcome}", shape=Shape.REFERENCE, raw_prefix=f"[superseded by {mem.superseded_by}]\n")
+                # the successor is named only when the viewer sees it in this request
+                succ = self.lineage.successor(mem)
+                head = f"superseded by {succ}: see the newer result" if succ is not None else "superseded by a newer result"
+                view = MemoryView(text=f"[{head}]{outcome}", shape=Shape.REFERENCE, raw_prefix=f"[superseded by {succ or 'a newer result'}]\n")
         elif (private := q.privacy.check(mem.privacy_class)) is not None:
             q.shape_record(mem.id, "memory", Shape.SUMMARY, private.reason, "only a safe summary may be shown")
             hint = f"; revalidate with {mem.revalidation_tool}" if mem.revalidation_tool else ""
@@ -499,7 +520,7 @@ class Evaluator:
             view = MemoryView(text=f"[{mem.privacy_class.value} data withheld by policy: {mem.source_tool} {mem.status.value}{ref_text}{hint}]", shape=Shape.SUMMARY)
         else:
             final = False
-            others = q.conflict.conflicts(mem)
+            others = [o for o in q.conflict.conflicts(mem) if o not in self.lineage.hidden]
             if others:
                 conflict = " [conflicts with " + ", ".join(others) + "]"
                 q._add(mem.id, "memory", PolicyFamily.CONFLICT, DecisionKind.MARK_CONFLICT, "conflict_marked", others=others)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConflictEvaluator",
     "FreshnessEvaluator",
+    "LineageLinks",
     "OwnershipEvaluator",
     "PrivacyEvaluator",
     "PromotionEvaluator",
@@ -143,13 +144,16 @@ class PrivacyEvaluator:
 class FreshnessEvaluator:
     """Freshness (seed 000 §4.7, §8 R5): a memory is stale when ``now`` ≥ its last
     verification (else observation) + the window of its freshness class or tool, or when
-    a later write made it stale; stale records are marked or omitted per policy."""
+    a later write made it stale — on its own branch (its record says so) or on the
+    request's lineage only (:class:`LineageLinks`); stale records are marked or omitted
+    per policy."""
 
     family = PolicyFamily.FRESHNESS
 
-    def __init__(self, policy: Policy, now: datetime) -> None:
+    def __init__(self, policy: Policy, now: datetime, *, lineage: LineageLinks | None = None) -> None:
         self.policy = policy
         self.now = now
+        self.lineage = lineage if lineage is not None else LineageLinks()
         self._version = policy.version
         self._stale: dict[str, tuple[ToolMemory, bool]] = {}
         self._modes: dict[str, str] = {}
@@ -167,7 +171,7 @@ class FreshnessEvaluator:
         hit = self._stale.get(mem.id)
         if hit is not None and hit[0] is mem:
             return hit[1]
-        if mem.resolution_state in (ResolutionState.STALE, ResolutionState.UNVERIFIABLE):
+        if mem.resolution_state in (ResolutionState.STALE, ResolutionState.UNVERIFIABLE) or mem.id in self.lineage.stale:
             stale = True
         else:
             d = derived(mem, ("deadline", self._version), lambda: self.deadline(mem))
@@ -190,19 +194,98 @@ class FreshnessEvaluator:
         return None
 
 
+class LineageLinks:
+    """Links that hold on one request's lineage and for its viewer (seed 000 §4.9–4.10),
+    learnt from the memories of the request's units before any of them is rendered
+    (:meth:`note`; the assembly's ownership check of each unit notes its memories).
+
+    A link between memories of different branches is stored on the newer memory only
+    (:func:`contextledger.memory.links.plan_links`): a memory the viewer sees on this
+    lineage that lists an older one in ``supersedes`` or under ``payload["makes_stale"]``
+    supersedes it, or makes it stale, in this request — whatever the older record says.
+    The ids the request holds, split by whether the viewer may see them, also decide
+    whether a successor or conflict partner named on a record may be shown.
+
+    Attributes:
+        visible: ids of the request's memories the viewer may see.
+        hidden: ids of the request's memories the viewer may not see.
+        superseded: old memory id → id of a visible memory listing it in ``supersedes``
+            (the first noted).
+        stale: old memory id → id of a visible memory listing it under
+            ``payload["makes_stale"]`` (the first noted).
+    """
+
+    __slots__ = ("hidden", "stale", "superseded", "visible")
+
+    def __init__(self) -> None:
+        self.visible: set[str] = set()
+        self.hidden: set[str] = set()
+        self.superseded: dict[str, str] = {}
+        self.stale: dict[str, str] = {}
+
+    def note(self, mem: ToolMemory, *, visible: bool) -> None:
+        """Record that the request holds ``mem`` and whether the viewer may see it; the
+        links a visible memory carries apply to this request."""
+        if not visible:
+            if mem.id not in self.visible:
+                self.hidden.add(mem.id)
+            return
+        self.visible.add(mem.id)
+        self.hidden.discard(mem.id)
+        for old in mem.supersedes:
+            self.superseded.setdefault(old, mem.id)
+        made_stale = mem.payload.get("makes_stale")
+        if isinstance(made_stale, list):
+            for old in made_stale:
+                if isinstance(old, str):
+                    self.stale.setdefault(old, mem.id)
+
+    def successor(self, mem: ToolMemory) -> str | None:
+        """The id of ``mem``'s successor when the viewer sees it in this request (its
+        recorded ``superseded_by``, else a successor on this lineage), else ``None`` —
+        an id the viewer may not know is never returned."""
+        if mem.superseded_by is not None and mem.superseded_by in self.visible:
+            return mem.superseded_by
+        return self.superseded.get(mem.id)
+
+    def key(self, mem: ToolMemory) -> tuple[object, ...] | None:
+        """What a memory's view takes from this request's links (``None``: nothing) —
+        part of the key under which the view is reused across requests."""
+        if mem.superseded_by is None and not mem.conflicts_with and mem.id not in self.superseded:
+            return None
+        succ = mem.superseded_by
+        return (
+            succ is not None and succ in self.hidden,
+            succ is not None and succ in self.visible,
+            self.superseded.get(mem.id),
+            tuple(c for c in mem.conflicts_with if c in self.hidden),
+        )
+
+
 class ConflictEvaluator:
     """Conflict & supersession (seed 000 §4.8): a superseded memory is omitted and its
-    successor stays selectable; conflicting memories are both kept and marked."""
+    successor stays selectable; conflicting memories are both kept and marked.
+
+    A successor the viewer may not see (a link recorded before links respected
+    audiences) does not hide the memory from that viewer; a successor on the request's
+    lineage only (:class:`LineageLinks`) does."""
 
     family = PolicyFamily.CONFLICT
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, *, lineage: LineageLinks | None = None) -> None:
         self.omit_superseded = policy.conflict.omit_superseded
+        self.lineage = lineage if lineage is not None else LineageLinks()
 
     def check(self, mem: ToolMemory) -> Verdict | None:
         """Objection (reason ``superseded``) to an old memory that has a successor."""
-        if (mem.superseded_by or mem.resolution_state is ResolutionState.SUPERSEDED) and self.omit_superseded:
-            return Verdict(family=self.family, reason=OmissionReason.SUPERSEDED, detail=f"superseded by {mem.superseded_by}")
+        if not self.omit_superseded:
+            return None
+        succ = mem.superseded_by
+        if (succ or mem.resolution_state is ResolutionState.SUPERSEDED) and succ not in self.lineage.hidden:
+            return Verdict(family=self.family, reason=OmissionReason.SUPERSEDED, detail=f"superseded by {succ}")
+        here = self.lineage.superseded.get(mem.id)
+        if here is not None:
+            return Verdict(family=self.family, reason=OmissionReason.SUPERSEDED, detail=f"superseded by {here} on this branch")
         return None
 
     @staticmethod

@@ -31,6 +31,8 @@ __all__ = [
     "DATA_BANNER",
     "EVIDENCE_BANNER",
     "call_narration",
+    "constraint_key",
+    "distinct_constraints",
     "group_stale_lines",
     "pending_call_text",
     "render_content_parts",
@@ -133,8 +135,9 @@ def observation_text(call: ToolCall, body: str) -> str:
 def system_blocks(messages: list[Message], rules: Sequence[Rule]) -> tuple[str, ...]:
     """Stable prefix blocks: trusted system text, then rules in force (project and
     organisation rules by authority, then source), then pinned user constraints verbatim
-    (oldest first).  Only records with system authority or rules from trusted sources get
-    here; tool output and imported text never do."""
+    (oldest first; a constraint the user repeated is listed once, as first stated —
+    :func:`distinct_constraints`).  Only records with system authority or rules from
+    trusted sources get here; tool output and imported text never do."""
     blocks: list[str] = []
     for m in messages:
         if m.authority is AuthorityLevel.SYSTEM and m.role in (Role.SYSTEM, Role.DEVELOPER) and m.kind.value == "chat":
@@ -144,10 +147,30 @@ def system_blocks(messages: list[Message], rules: Sequence[Rule]) -> tuple[str, 
     project = sorted((r for r in rules if not r.pinned), key=lambda r: (list(AuthorityLevel).index(r.authority), r.source, r.order, r.id))
     if project:
         blocks.append("Rules:\n" + "\n".join(f"- {r.text}" for r in project))
-    pinned = sorted((r for r in rules if r.pinned), key=lambda r: (r.order, r.id))
+    pinned = distinct_constraints(sorted((r for r in rules if r.pinned), key=lambda r: (r.order, r.id)))
     if pinned:
         blocks.append("Constraints stated by the user (verbatim, still in force):\n" + "\n".join(f"- {r.text}" for r in pinned))
     return tuple(blocks)
+
+
+def constraint_key(text: str) -> str:
+    """The normalized text two statements of one constraint share: case-folded, runs of
+    whitespace as one space, trailing punctuation dropped (``"Do not add new
+    dependencies."`` and ``"do not add new  dependencies"`` match)."""
+    return " ".join(text.split()).casefold().rstrip(" .!;:")
+
+
+def distinct_constraints(pinned: Sequence[Rule]) -> list[Rule]:
+    """``pinned`` (in the order given) without repetitions: of the constraints with the
+    same :func:`constraint_key`, only the first is kept (its id and verbatim text)."""
+    seen: set[str] = set()
+    out: list[Rule] = []
+    for r in pinned:
+        key = constraint_key(r.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
 
 
 _ARTIFACT_REF = re.compile(r" ?\[artifact art_[0-9A-Za-z]+, [\d,]+ bytes\]")

@@ -14,32 +14,48 @@ Pure functions over ToolMemory values (storing the results is the store's job).
 * Provenance repair (seed 000 §9.4): a broken reference is re-pointed only to an existing
   artifact holding the same evidence (same call id, tool and sha256), never to an invented
   id; otherwise the memory is marked unverifiable.
+* Audience and lineage (seed 000 §4.9, §4.10): :func:`plan_links` links a new memory only
+  to earlier memories whose whole audience also sees it (:func:`audience`,
+  :func:`reaches`), and writes a link on the earlier, shared record only when both lie on
+  the same branch; a link to inherited history is kept on the new memory alone (see
+  :mod:`contextledger.memory.linking` for the rule and its reasons).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from contextledger.errors import InputError
 from contextledger.records.enums import (
     OmissionReason,
+    PromotionPolicy,
     ProvenanceRank,
     ResolutionState,
     ToolCallStatus,
+    Visibility,
 )
 from contextledger.records.models import ToolArtifact, ToolMemory
 
 __all__ = [
+    "LINEAGE_STALE_KEY",
     "PROVENANCE_ORDER",
+    "LinkPlan",
     "add_conflict",
     "annotate_test_file_versions",
+    "audience",
     "conflict_marks",
     "file_staleness",
+    "lineage_stale_ids",
     "lost_payload_note",
+    "plan_links",
+    "reaches",
     "repair_provenance",
     "resolve_write",
     "select_current",
+    "stale_note",
     "supersede",
 ]
 
@@ -211,6 +227,194 @@ def resolve_write(new: ToolMemory, existing: ToolMemory) -> Literal["supersede",
     if PROVENANCE_ORDER[new.provenance_rank] > PROVENANCE_ORDER[existing.provenance_rank]:
         return "conflict"
     return "supersede"
+
+
+
+# -- audience and lineage of links ---------------------------------------------------------
+
+LINEAGE_STALE_KEY = "makes_stale"
+"""Payload key of a new memory listing the ids of earlier reads it makes stale on its own
+lineage only (reads of history it inherits from an ancestor branch): the shared record of
+such a read is left unchanged, so the link cannot reach the ancestor branch or siblings."""
+
+_LINK_READ_KINDS = frozenset({"file_read", "file_search"})
+_LINK_WRITE_KINDS = frozenset({"file_write"})
+
+
+def audience(memory: ToolMemory) -> frozenset[str | None] | None:
+    """Who may see ``memory`` in a model request: ``None`` for everyone on its lineage,
+    else the set of viewers — participant ids, with ``None`` standing for the shared view
+    (a request assembled for no participant).
+
+    Mirrors the assembly's visibility, ownership and promotion evaluators
+    (:mod:`contextledger.assembly.families`):
+
+    * ``branch`` / ``conversation`` visibility → everyone;
+    * ``participant_private`` → the owner and ``shared_with_participants`` (never the
+      shared view);
+    * ``audit_only`` → the owner (nobody when it has none);
+    * promotion ``not_promoted`` / ``audit_only`` → at most the owner (``None`` when the
+      owner is ``None``: the shared view).
+    """
+    owner = memory.owner_participant_id
+    vis = memory.visibility_scope
+    who: frozenset[str | None] | None
+    if vis is Visibility.PARTICIPANT_PRIVATE:
+        who = frozenset(x for x in (owner, *memory.shared_with_participants) if x is not None)
+    elif vis is Visibility.AUDIT_ONLY:
+        who = frozenset({owner}) if owner is not None else frozenset()
+    else:
+        who = None
+    if memory.promotion_policy in (PromotionPolicy.NOT_PROMOTED, PromotionPolicy.AUDIT_ONLY):
+        who = frozenset({owner}) if who is None else who & {owner}
+    return who
+
+
+def reaches(new: ToolMemory, old: ToolMemory) -> bool:
+    """Whether every viewer who may see ``old`` may also see ``new``
+    (:func:`audience` of ``old`` ⊆ that of ``new``).  Only then may ``new`` supersede ``old``
+    or make it stale: otherwise a viewer of ``old`` would lose it, or see it marked,
+    because of a record they must not know exists (seed 000 §4.9)."""
+    wide = audience(new)
+    if wide is None:
+        return True
+    narrow = audience(old)
+    return narrow is not None and narrow <= wide
+
+
+def stale_note(new_id: str) -> str:
+    """The ``limits`` note of a read made stale by ``new_id``: ``"file changed later
+    (<new_id>)"``."""
+    return f"file changed later ({new_id})"
+
+
+_STALE_NOTE = re.compile(r"file changed later \(([^)]+)\)")
+
+
+def lineage_stale_ids(memory: ToolMemory) -> tuple[str, ...]:
+    """Ids listed under :data:`LINEAGE_STALE_KEY` in ``memory``'s payload (empty when
+    none)."""
+    ids = memory.payload.get(LINEAGE_STALE_KEY)
+    if not isinstance(ids, list):
+        return ()
+    return tuple(x for x in ids if isinstance(x, str))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkPlan:
+    """The outcome of :func:`plan_links`: ``new`` (the new memory with its ``supersedes``,
+    ``conflicts_with`` and :data:`LINEAGE_STALE_KEY` links; the same object when nothing
+    changed) and ``updated`` (earlier memories whose stored record changes, ``(seq, id)``
+    order)."""
+
+    new: ToolMemory
+    updated: tuple[ToolMemory, ...]
+
+
+def _link_kind(m: ToolMemory) -> str:
+    return str(m.payload.get("kind") or m.payload.get("extractor") or "")
+
+
+def _view_hash(m: ToolMemory) -> str | None:
+    h = m.payload.get("content_sha256") or m.payload.get("content_hash") or m.payload.get("new_content_hash")
+    return str(h) if h else None
+
+
+def _writes_file(m: ToolMemory) -> bool:
+    """A write or edit of the file, failed or rejected ones included: a failed attempt
+    often reports that the file changed meanwhile ("modified since read"), so the reads
+    before it are marked stale — the cautious side, with a revalidation hint."""
+    return _link_kind(m) in _LINK_WRITE_KINDS
+
+
+def plan_links(new: ToolMemory, earlier: Sequence[ToolMemory]) -> LinkPlan:
+    """Link ``new`` to the earlier memories of its subject on its lineage.
+
+    ``earlier`` must hold the memories with ``new``'s ``subject_key`` on ``new``'s branch
+    lineage (any order; ``new`` itself and memories with ``seq >= new.seq`` are ignored).
+    For each earlier memory *old*, oldest first:
+
+    * nothing is linked unless :func:`reaches` ``(new, old)`` — a participant-private,
+      audit-only or unpromoted memory never supersedes or stales one that others see;
+      a conflict also needs ``reaches(old, new)`` (both sides are marked);
+    * *old* already superseded on this lineage (its ``superseded_by`` is among
+      ``earlier``, or an earlier memory lists it in ``supersedes``) is skipped;
+    * a read (``file_read`` / ``file_search``) becomes stale when ``new`` is a write
+      (``file_write``, failed attempts included) or a read of the same view (same
+      ``line_range`` and ``pattern``) with another content hash;
+    * otherwise, for the same kind (and, for reads, the same view), ``new`` supersedes
+      *old* (:func:`supersede`) or, when its provenance rank is lower, conflicts with it
+      (:func:`add_conflict`).
+
+    Where the link is stored: when *old* lies on ``new``'s branch, on both records
+    (``old.superseded_by`` / ``resolution_state`` ``stale`` with :func:`stale_note` /
+    ``conflicts_with``); when *old* is history ``new``'s branch inherits from an
+    ancestor, on ``new`` only (``new.supersedes``, ``new.conflicts_with``, ``new``'s
+    :data:`LINEAGE_STALE_KEY` list) — *old*'s record is shared with the ancestor branch
+    and its other descendants, where ``new`` does not exist.
+
+    Returns:
+        the :class:`LinkPlan` to store.
+    """
+    on_lineage = {m.id for m in earlier}
+    superseded_here = {o for m in earlier for o in m.supersedes}
+    stale_here = {o for m in earlier for o in lineage_stale_ids(m)}
+    current = new
+    updated: list[ToolMemory] = []
+    stales = list(lineage_stale_ids(new))
+    new_kind = _link_kind(new)
+    for old in _ordered(earlier):
+        if old.id == new.id or old.seq >= new.seq:
+            continue
+        successor = old.superseded_by
+        if successor in on_lineage or old.id in superseded_here or (successor is None and old.resolution_state is ResolutionState.SUPERSEDED):
+            continue
+        if not reaches(new, old):
+            continue
+        shared = old.branch_id == new.branch_id
+        old_kind = _link_kind(old)
+        # the same view of the file: same line range, and for a search inside the file
+        # the same pattern (reads have none)
+        same_view = new.payload.get("line_range") == old.payload.get("line_range") and new.payload.get("pattern") == old.payload.get("pattern")
+        if old_kind in _LINK_READ_KINDS and (_writes_file(new) or (new_kind in _LINK_READ_KINDS and same_view and _view_hash(new) != _view_hash(old))):
+            if shared:
+                if old.resolution_state is not ResolutionState.STALE:
+                    note = stale_note(new.id)
+                    updated.append(old.model_copy(update={"resolution_state": ResolutionState.STALE, "limits": f"{old.limits}; {note}" if old.limits else note}))
+            elif not _stale_on(old, on_lineage, stale_here) and old.id not in stales:
+                stales.append(old.id)
+            continue
+        if old_kind != new_kind or (new_kind in _LINK_READ_KINDS and not same_view):
+            continue
+        if shared and successor is not None:
+            # superseded by a memory off this lineage (a link recorded across branches):
+            # on this branch it is current until ``new``
+            old = old.model_copy(update={"superseded_by": None, "resolution_state": ResolutionState.CURRENT})
+        if resolve_write(current, old) == "supersede":
+            if shared:
+                current, linked = supersede(current, old)
+                updated.append(linked)
+            elif old.id not in current.supersedes:
+                current = current.model_copy(update={"supersedes": (*current.supersedes, old.id)})
+        elif reaches(old, new):
+            current, linked = add_conflict(current, old)
+            if shared:
+                updated.append(linked)
+    if stales != list(lineage_stale_ids(new)):
+        current = current.model_copy(update={"payload": {**current.payload, LINEAGE_STALE_KEY: stales}})
+    return LinkPlan(new=current, updated=tuple(updated))
+
+
+def _stale_on(old: ToolMemory, on_lineage: set[str], stale_here: set[str]) -> bool:
+    """Whether ``old`` is already stale on the lineage ``on_lineage`` holds: a memory
+    there lists it under :data:`LINEAGE_STALE_KEY`, or its record is stale and the memory
+    named in its note lies there (or no note names one)."""
+    if old.id in stale_here:
+        return True
+    if old.resolution_state is not ResolutionState.STALE:
+        return False
+    named = _STALE_NOTE.findall(old.limits or "")
+    return not named or any(n in on_lineage for n in named)
 
 
 def _successor_present(memory: ToolMemory, present: dict[str, ToolMemory]) -> str | None:
