@@ -19,7 +19,7 @@ from contextledger.store.migrate import alembic_config, current_revision, head_r
 from contextledger.store.schema import metadata
 from contextledger.store.sql import _make_engine
 
-HEAD = "0004_memory_terms"
+HEAD = "0005_messages_role_kind"
 
 
 def _diffs(engine: sa.Engine) -> list[Any]:
@@ -104,6 +104,35 @@ def test_stepwise_upgrade_keeps_rows_and_downgrade_round_trips(backend_url: str)
         engine.dispose()
 
 
+def test_role_kind_index_added_on_0004_and_dropped_on_downgrade(backend_url: str) -> None:
+    engine = _make_engine(backend_url)
+    role_kind = ("ix_messages_role_kind", ("tenant_id", "conversation_id", "role", "kind", "branch_id", "seq"), False)
+    try:
+        upgrade(engine, "0004_memory_terms")
+        assert role_kind not in _indexes(engine)["messages"]
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO messages (id, tenant_id, conversation_id, branch_id, seq, role, kind, visibility, token_count, body) "
+                "VALUES ('msg_1', 'acme', 'conv_1', 'br_1', 1, 'system', 'progress', 'branch', 3, '{}')"
+            ))
+        upgrade(engine)
+        assert current_revision(engine) == HEAD
+        assert role_kind in _indexes(engine)["messages"]
+        assert ("ix_messages_role", ("tenant_id", "conversation_id", "role", "branch_id", "seq"), False) in _indexes(engine)["messages"]
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT id, role, kind, seq FROM messages")).all() == [("msg_1", "system", "progress", 1)]
+        cfg = alembic_config()
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0004_memory_terms")
+        assert current_revision(engine) == "0004_memory_terms"
+        assert role_kind not in _indexes(engine)["messages"]
+        upgrade(engine)
+        assert _diffs(engine) == []
+    finally:
+        engine.dispose()
+
+
 def _upgrade_in_process(url: str, start: Any, out: Any) -> None:
     try:
         engine = _make_engine(url)
@@ -142,4 +171,4 @@ def test_each_revision_file_is_reachable(revision: str) -> None:
 
     script = ScriptDirectory.from_config(alembic_config())
     assert script.get_revision(revision) is not None
-    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]
+    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0004_memory_terms", "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]

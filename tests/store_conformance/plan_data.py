@@ -3,8 +3,10 @@ assembler runs on it (``docs/query-plans.md`` was written from this module's out
 ``python -m tests.store_conformance.plan_data sqlite|postgresql URL``).
 
 Shape (``n`` messages in ``conv_big``): root; ``b1`` forks root at n/2; ``b2`` forks b1
-at 3n/4 (the active branch); every 20th message is a user turn, then alternating
-assistant (one tool call each) and tool result (artifact + memory).  Two more
+at 3n/4 (the active branch); every 20th message is a user turn — every other one a
+system message instead (``kind`` progress, one in ten ``chat``) —, then alternating
+assistant (one tool call each: every 97th seq failed, every 991st pending) and tool
+result (artifact + memory).  Two more
 conversations of ``n`` messages each (one in another tenant) make the conversation filter
 selective.
 """
@@ -45,10 +47,13 @@ def _rows(tenant: str, conv: str, n: int, branched: bool) -> Iterator[tuple[sa.T
     for seq in range(1, n + 1):
         b = _branch_of(conv, seq, n, branched)
         role = "user" if seq % 20 == 1 else ("assistant" if seq % 2 else "tool")
+        kind = "chat"
+        if seq % 40 == 21:  # a runtime record of role system; one in ten a system chat message
+            role, kind = "system", ("chat" if seq % 400 == 21 else "progress")
         mid = f"{conv}_m{seq}"
         common = {**base, "branch_id": b, "seq": seq}
-        yield S.messages, {**common, "id": mid, "role": role, "kind": "chat", "visibility": "branch", "token_count": 10,
-                           "body": {**common, "id": mid, "role": role, "parts": [{"kind": "text", "text": "x"}], "created_at": NOW}}
+        yield S.messages, {**common, "id": mid, "role": role, "kind": kind, "visibility": "branch", "token_count": 10,
+                           "body": {**common, "id": mid, "role": role, "kind": kind, "parts": [{"kind": "text", "text": "x"}], "created_at": NOW}}
         if role == "assistant":
             status = "failed" if seq % 97 == 0 else ("pending" if seq % 991 == 0 else "succeeded")
             call = {**common, "id": f"{conv}_c{seq}", "call_id": f"call_{seq}", "tool_name": "Bash", "status": status, "message_id": mid}

@@ -85,6 +85,10 @@ def _in(dialect: str, column: str) -> str:
     return f"{column} IN (SELECT" if dialect == "sqlite" else f"{column} = ANY ("
 
 
+_ROLE = re.compile(r"\bix_messages_role\b")
+"""ix_messages_role, not ix_messages_role_kind."""
+
+
 def _each_plan(plans: list[tuple[str, str]], *needles: str) -> list[str]:
     found = [plan for sql, plan in plans if all(n in sql for n in needles)]
     assert found, needles
@@ -101,7 +105,14 @@ def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, s
     assert compactions and [w.count("ix_messages_kind") for w in compactions] == [3] * len(compactions)
     # the first user message: one LIMIT 1 probe of ix_messages_role per segment
     first_user = [plan for sql, plan in out if "UNION ALL" in sql and "messages.kind || " in sql]
-    assert first_user and [w.count("ix_messages_role") for w in first_user] == [3] * len(first_user)
+    assert first_user and [len(_ROLE.findall(w)) for w in first_user] == [3] * len(first_user)
+    # the system head: per role (system, developer) and segment, a backward range (the
+    # newest) and a forward LIMIT 1 probe (the first) of ix_messages_role_kind — 12 on
+    # the three-segment lineage, 4 on the one-segment one; never ix_messages_role or kind
+    head = [(sql, plan) for sql, plan in out if "messages.role = " in sql and "messages.kind = " in sql]
+    assert sorted(plan.count("ix_messages_role_kind") for _, plan in head) == [4, 12]
+    assert [p for _, p in head if _ROLE.search(p) or "ix_messages_kind" in p or "ix_messages_lineage" in p] == []
+    assert all(sql.count("messages.role = ") == plan.count("ix_messages_role_kind") for sql, plan in head)
     memory_windows = [plan for sql, plan in out if "UNION ALL" in sql and "FROM tool_memories" in sql]
     assert memory_windows and [w.count("ix_tool_memories_lineage") for w in memory_windows] == [3] * len(memory_windows)
     # reads by a list of ids (one parameter): every one on its own index, on the
@@ -120,7 +131,11 @@ def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, s
     for column, index in by_list.items():
         found = _each_plan(out, _in(dialect, column))
         assert all(index in plan for plan in found), (column, found)
-    assert all("ix_tool_calls_status" in plan for plan in _each_plan(out, "tool_calls.status IN"))
+    # recovery: the newest calls of each status (pending, awaiting approval, failed), one
+    # backward range of ix_tool_calls_status per status and segment — 9 and 3
+    recovery = [plan for sql, plan in out if "tool_calls.status = " in sql]
+    assert sorted(plan.count("ix_tool_calls_status") for plan in recovery) == [3, 9]
+    assert [p for p in recovery if "ix_tool_calls_lineage" in p] == []
     # recall: one backward range of the term index per term (bounded by LIMIT), in one statement
     terms = [(sql, plan) for sql, plan in out if "FROM memory_terms" in sql]
     assert terms and all(plan.count("ix_memory_terms_term") == sql.count("memory_terms.term = ") for sql, plan in terms)
@@ -132,9 +147,9 @@ def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, s
     assert all("ix_tool_memories_subject" in p for p in _each_plan(out, "tool_memories.subject_key IN"))
     # every read filtered by role, kind or status uses that filter's index, also on a
     # one-segment lineage (where the lineage index matches as many leading columns)
-    for needle, index in (("messages.role", "ix_messages_role"), ("messages.kind IN", "ix_messages_kind"), ("tool_calls.status", "ix_tool_calls_status")):
+    for needle, index in (("messages.role", r"ix_messages_role(_kind)?\b"), ("messages.kind IN", r"ix_messages_kind\b"), ("tool_calls.status", r"ix_tool_calls_status\b")):
         plans_of = [plan for sql, plan in out if needle in sql]
-        assert plans_of and all(index in plan for plan in plans_of), (needle, plans_of)
+        assert plans_of and all(re.search(index, plan) for plan in plans_of), (needle, plans_of)
     # lineage totals and out-of-lineage counts read the counters, never the history
     assert not [sql for sql, _ in out if "count(" in sql.lower() and re.search(rf"FROM ({LARGE})\b", sql)]
     assert "branch_counters" in _plan_of(out, "FROM branch_counters")

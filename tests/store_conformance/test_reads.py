@@ -5,6 +5,7 @@ collection runs no statement through SQLAlchemy's execution path."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from contextledger.records.models import (
     Message,
     Participant,
     SkillState,
+    ToolCall,
 )
 from contextledger.records.parts import TextPart
 from contextledger.store import prepared
@@ -124,13 +126,18 @@ def test_every_read_equals_the_store_method(store: SqlStore, scope_a: Scope, wor
             for kind in (MessageKind.MODERATOR.value, MessageKind.COMPACTION.value):
                 assert reads.newest_messages(segs, 8, kind) == store.messages(scope_a, conv, segs, kinds=[kind], last=8)
             roles = [Role.SYSTEM.value, Role.DEVELOPER.value]
-            assert reads.messages_by_role(segs, roles) == store.messages(scope_a, conv, segs, roles=roles)
+            chat = MessageKind.CHAT.value
+            head = reads.head_messages(segs, roles, chat, before=10**9, last=32)
+            assert head == store.messages(scope_a, conv, segs, roles=roles, kinds=[chat])
+            assert [m.id for m in head] == [world.ids["sys"]]
+            assert reads.head_messages(segs, roles, chat, before=1, last=32) == []
             users = [m for m in store.messages(scope_a, conv, segs, roles=[Role.USER.value]) if m.kind is MessageKind.CHAT]
             assert reads.first_user(segs) == users[0]
             assert users[0].id == world.ids["task"]
             assert reads.messages_by_id(segs, every_id) == store.messages(scope_a, conv, segs, ids=every_id)
             statuses = [ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.FAILED]
-            assert reads.calls_by_status(segs, [s.value for s in statuses]) == store.tool_calls(scope_a, conv, segs, statuses=statuses)
+            limits = [(s.value, 64) for s in statuses]
+            assert reads.newest_calls(segs, limits) == store.tool_calls(scope_a, conv, segs, statuses=statuses)
             artifact_ids = [v for k, v in world.ids.items() if k.startswith("art_")]
             assert reads.memories_by_artifact(segs, artifact_ids) == store.memories(scope_a, conv, segs, artifact_ids=artifact_ids)
             assert reads.skill_states(segs) == store.skill_states(scope_a, conv, segs)
@@ -218,3 +225,143 @@ def test_collect_candidates_runs_prepared_statements_only(store: SqlStore, scope
     assert [m.id for m in cands.messages][:2] == [world.ids["sys"], world.ids["task"]]
     assert world.ids["a1"] in {c.id for c in cands.calls}
     assert cands.segments == store.lineage(scope_a, world.branches["A"])
+
+
+# -- the bounded reads of the system head and of recovery --------------------------------
+
+SYSTEM, DEVELOPER, CHAT = Role.SYSTEM.value, Role.DEVELOPER.value, MessageKind.CHAT.value
+FAILED, PENDING, AWAITING = ToolCallStatus.FAILED, ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL
+
+
+def _ask(store: SqlStore, scope: Scope, conv: Conversation, branch_id: str, statuses: Sequence[ToolCallStatus]) -> list[ToolCall]:
+    """One assistant message requesting one call per status (same seq, call_index 0…)."""
+    with store.writer(scope) as w:
+        seq = w.allocate_seq(conv.id)
+        ask = Message(id=new_id("msg"), tenant_id=scope.tenant_id, conversation_id=conv.id, branch_id=branch_id, seq=seq,
+                      role=Role.ASSISTANT, parts=(TextPart(text="calling"),), created_at=at(seq))
+        w.add_message(ask)
+        calls = [ToolCall(id=new_id("call"), tenant_id=scope.tenant_id, conversation_id=conv.id, branch_id=branch_id, message_id=ask.id,
+                          seq=seq, call_index=i, call_id=f"k{seq}_{i}", tool_name="Bash", status=st, created_at=at(seq))
+                 for i, st in enumerate(statuses)]
+        for c in calls:
+            w.add_tool_call(c)
+    return calls
+
+
+def _history(store: SqlStore, scope: Scope, conv: Conversation, branch_id: str, rounds: int, tag: str) -> None:
+    """``rounds`` steps of: a progress record (role system), every 3rd step a system
+    chat message, every 5th a developer one, and an assistant message with two or
+    three calls (failed pairs, pending, awaiting approval, succeeded)."""
+    plans: list[list[ToolCallStatus]] = [[FAILED, FAILED], [FAILED, ToolCallStatus.SUCCEEDED], [PENDING, FAILED],
+                                         [AWAITING, AWAITING, PENDING], [ToolCallStatus.SUCCEEDED, FAILED]]
+    for i in range(rounds):
+        _message(store, scope, conv, branch_id, f"{tag} progress {i}", Role.SYSTEM, MessageKind.PROGRESS)
+        if i % 3 == 0:
+            _message(store, scope, conv, branch_id, f"{tag} system {i}", Role.SYSTEM, MessageKind.CHAT)
+        if i % 5 == 0:
+            _message(store, scope, conv, branch_id, f"{tag} developer {i}", Role.DEVELOPER, MessageKind.CHAT)
+        _ask(store, scope, conv, branch_id, plans[i % len(plans)])
+
+
+def _long(store: SqlStore, scope: Scope) -> World:
+    """root: system prompt, developer note, task, 30 steps; F forks root after step 20
+    (seq 72) and adds 12 steps; G forks F after 6 of them and adds 8; H forks root at
+    seq 30 (an older point) and adds 4."""
+    conv = make_conversation(store, scope)
+    root = conv.root_branch_id
+    ids = {"sys": _message(store, scope, conv, root, "You are careful.", Role.SYSTEM, MessageKind.CHAT).id,
+           "dev": _message(store, scope, conv, root, "Prefer small diffs.", Role.DEVELOPER, MessageKind.CHAT).id,
+           "task": add_text(store, scope, conv, root, "make the tests pass").id}
+    _history(store, scope, conv, root, 20, "root")
+    f_at = store.lineage_totals(scope, conv.id, [LineageSegment(branch_id=root)])["max_seq"]
+    f = fork(store, scope, conv, root, f_at, "F").id
+    _history(store, scope, conv, root, 10, "root late")
+    _history(store, scope, conv, f, 6, "F")
+    g = fork(store, scope, conv, f, store.lineage_totals(scope, conv.id, store.lineage(scope, f))["max_seq"], "G").id
+    _history(store, scope, conv, f, 6, "F late")
+    _history(store, scope, conv, g, 8, "G")
+    h = fork(store, scope, conv, root, 30, "H").id
+    _history(store, scope, conv, h, 4, "H")
+    return World(conv=conv, branches={"root": root, "F": f, "G": g, "H": h}, ids=ids)
+
+
+@pytest.fixture
+def long_world(store: SqlStore, scope_a: Scope, scope_b: Scope) -> World:
+    w = _long(store, scope_a)
+    _long(store, scope_a)
+    _long(store, scope_b)
+    return w
+
+
+def _expected_head(store: SqlStore, scope: Scope, conv: str, segs: list[LineageSegment], before: int, last: int) -> list[str]:
+    """The head read computed from every system/developer message of the lineage."""
+    every = store.messages(scope, conv, segs, roles=[SYSTEM, DEVELOPER])
+    picked: dict[str, int] = {}
+    for role in (SYSTEM, DEVELOPER):
+        mine = [m for m in every if m.role.value == role and m.kind.value == CHAT and m.seq < before]
+        picked |= {m.id: m.seq for m in mine[:1] + (mine[-last:] if last else [])}
+    return sorted(picked, key=picked.__getitem__)
+
+
+def test_head_messages_are_the_first_and_newest_chat_messages(store: SqlStore, scope_a: Scope, long_world: World) -> None:
+    conv = long_world.conv.id
+    shapes = set()
+    with store.reader() as conn:
+        reads = LineageReads(store, conn, scope_a, conv)
+        for name in long_world.branches:
+            segs = reads.lineage(long_world.branches[name])
+            shapes.add(tuple(s.max_seq is not None for s in segs))
+            top = store.lineage_totals(scope_a, conv, segs)["max_seq"] + 1
+            for before in (3, 40, 75, top):
+                for last in (0, 1, 2, 5, 32):
+                    got = reads.head_messages(segs, [SYSTEM, DEVELOPER], CHAT, before=before, last=last)
+                    assert [m.id for m in got] == _expected_head(store, scope_a, conv, segs, before, last), (name, before, last)
+            # below the window bound, the newest per role are the store's newest-last read
+            for role in (SYSTEM, DEVELOPER):
+                newest = store.messages(scope_a, conv, segs, roles=[role], kinds=[CHAT], last=4)
+                first = store.messages(scope_a, conv, segs, roles=[role], kinds=[CHAT])[0]
+                got = reads.head_messages(segs, [role], CHAT, before=top, last=4)
+                assert got == sorted({m.id: m for m in [first, *newest]}.values(), key=lambda m: m.seq)
+            every = reads.head_messages(segs, [SYSTEM, DEVELOPER], CHAT, before=top, last=10**6)
+            assert every == store.messages(scope_a, conv, segs, roles=[SYSTEM, DEVELOPER], kinds=[CHAT])
+            assert all(m.kind is MessageKind.CHAT for m in every) and len(every) >= 10
+        root = reads.lineage(long_world.branches["root"])
+        got = reads.head_messages(root, [SYSTEM, DEVELOPER], CHAT, before=10**9, last=2)
+        assert [m.parts[0].text for m in got] == [  # type: ignore[union-attr]
+            "You are careful.", "Prefer small diffs.", "root late developer 0", "root late developer 5", "root late system 6", "root late system 9",
+        ]
+    assert shapes == {(False,), (False, True), (False, True, True)}
+
+
+def _expected_calls(store: SqlStore, scope: Scope, conv: str, segs: list[LineageSegment], limits: list[tuple[ToolCallStatus, int]]) -> list[str]:
+    """The recovery read computed from every call of the lineage in those statuses."""
+    picked = []
+    for status, last in limits:
+        mine = sorted(store.tool_calls(scope, conv, segs, statuses=[status]), key=lambda c: (c.seq, c.id))
+        picked += mine[-last:] if last else []
+    return [c.id for c in sorted(picked, key=lambda c: (c.seq, c.call_index))]
+
+
+def test_newest_calls_per_status(store: SqlStore, scope_a: Scope, long_world: World) -> None:
+    conv = long_world.conv.id
+    with store.reader() as conn:
+        reads = LineageReads(store, conn, scope_a, conv)
+        for name in long_world.branches:
+            segs = reads.lineage(long_world.branches[name])
+            for failed, unresolved in ((0, 0), (1, 1), (2, 1), (3, 2), (7, 64), (10**6, 10**6)):
+                limits = [(PENDING, unresolved), (AWAITING, unresolved), (FAILED, failed)]
+                got = reads.newest_calls(segs, [(s.value, n) for s, n in limits])
+                assert [c.id for c in got] == _expected_calls(store, scope_a, conv, segs, limits), (name, failed, unresolved)
+            every = reads.newest_calls(segs, [(FAILED.value, 10**6), (PENDING.value, 10**6)])
+            assert every == store.tool_calls(scope_a, conv, segs, statuses=[FAILED, PENDING])
+            assert len([c for c in every if c.status is FAILED]) > 10
+        # ties on seq: a limit that cuts through the newest failed pair (one message)
+        # takes the call with the greater id
+        root = reads.lineage(long_world.branches["root"])
+        failed = store.tool_calls(scope_a, conv, root, statuses=[FAILED])
+        pair_seq = max(c.seq for c in failed if sum(d.seq == c.seq for d in failed) == 2)
+        newer = [c for c in failed if c.seq > pair_seq]
+        got = reads.newest_calls(root, [(FAILED.value, len(newer) + 1)])
+        pair = [c for c in failed if c.seq == pair_seq]
+        assert len(pair) == 2 and got == sorted([max(pair, key=lambda c: c.id), *newer], key=lambda c: (c.seq, c.call_index))
+        assert reads.newest_calls([], [(FAILED.value, 5)]) == reads.newest_calls(root, []) == []

@@ -4,10 +4,14 @@ Reads, in a single read transaction and a fixed number of indexed queries (never
 query per record):
 
 * the lineage segments of the active branch (seed 000 §4.10);
-* the newest ``recent_window`` messages of the lineage, plus every system message and
-  the first user message (the task statement) wherever they are;
+* the newest ``recent_window`` messages of the lineage; older than them, the system and
+  developer chat messages that may reach the request (the first and the newest
+  :data:`HEAD_SYSTEM_WINDOW` of each role; progress and meta records of role system are
+  runtime-only and never read) and the first user message (the task statement);
 * the tool calls, artifacts and memories of those messages;
-* unresolved and failed tool calls anywhere in the lineage (recovery, seed 000 §4.6);
+* the newest unresolved and failed tool calls anywhere in the lineage, with their
+  exchanges (recovery, seed 000 §4.6): the newest ``recovery_window`` failed calls and
+  the newest :data:`UNRESOLVED_WINDOW` calls pending and awaiting approval each;
 * the newest ``max_candidates`` memories of the lineage (older evidence as retrieval);
 * pinned rules, the latest skill state and checkpoint;
 * counts of what lies outside: other branches (``out_of_lineage``) and the lineage
@@ -16,7 +20,8 @@ query per record):
 
 The candidate set size is bounded by the policy, whatever the history length, and so
 is the work: every query is an index range bounded by the window, a filter on a
-selective column (role, kind, status, ids), or a counters row (docs/query-plans.md).
+selective column (role, kind, status, ids) read up to a limit, or a counters row
+(docs/query-plans.md).
 The reads are prepared statements (``store/reads.py``): compiled once, run on the
 reader's DBAPI connection, lists of ids bound as one parameter.
 """
@@ -85,8 +90,17 @@ def collect_candidates(
     *,
     recent_window: int,
     max_candidates: int,
+    recovery_window: int = 20,
 ) -> CandidateSet:
     """Collect the bounded candidate set (see module docstring).
+
+    Args:
+        recent_window: the newest messages of the lineage read as the raw window.
+        max_candidates: the newest memories of the lineage read.
+        recovery_window: the newest failed tool calls of the lineage read, wherever they
+            are, with their exchanges (recovery protects at most
+            ``policy.recovery.max_failed_kept`` unresolved failures, the newest; the
+            assembler reads ``max(16, 4 * max_failed_kept)``).
 
     Raises:
         NotFoundError: unknown conversation or branch in scope.
@@ -101,7 +115,8 @@ def collect_candidates(
         window_start = window[0].seq if window else 0
         head: list[Message] = []
         if window and window_start > totals["min_seq"]:
-            head = reads.messages_by_role(segments, [Role.SYSTEM.value, Role.DEVELOPER.value])
+            # only chat messages of these roles reach the request (render.system_blocks)
+            head = reads.head_messages(segments, _HEAD_ROLES, MessageKind.CHAT.value, before=window_start, last=HEAD_SYSTEM_WINDOW)
             first_user = reads.first_user(segments)
             # moderator instructions steer every later turn (seed 000 §9.3 debate): the
             # newest few are candidates wherever they are (ix_messages_kind)
@@ -111,7 +126,7 @@ def collect_candidates(
         # by message id / call id the rows are found through their own indexes; they lie on
         # the branch of their message or call, so the lineage holds them (checked in Python)
         calls = _in_lineage(reads.calls_by_message(in_window_ids), segments) if in_window_ids else []
-        recovery = reads.calls_by_status(segments, _RECOVERY)
+        recovery = reads.newest_calls(segments, _recovery_limits(recovery_window))
         known = {c.id for c in calls}
         extra_calls = [c for c in recovery if c.id not in known]
         # bring the whole exchange of an out-of-window recovery call into view
@@ -180,8 +195,24 @@ def collect_candidates(
 
 _MODERATOR_WINDOW = 4
 
-_RECOVERY = (ToolCallStatus.PENDING.value, ToolCallStatus.AWAITING_APPROVAL.value, ToolCallStatus.FAILED.value)
-"""Call statuses read anywhere in the lineage (unresolved and failed calls, recovery)."""
+HEAD_SYSTEM_WINDOW = 32
+"""Most system (and most developer) chat messages older than the window read, the
+newest; the first of each role (the system prompt) is read besides."""
+
+_HEAD_ROLES = (Role.SYSTEM.value, Role.DEVELOPER.value)
+
+UNRESOLVED_WINDOW = 64
+"""Most pending (and most awaiting-approval) calls read anywhere in the lineage, the
+newest, with their exchanges (recovery never reduces an unresolved call)."""
+
+
+def _recovery_limits(recovery_window: int) -> list[tuple[str, int]]:
+    """``(status, newest calls read)`` of the recovery read."""
+    return [
+        (ToolCallStatus.PENDING.value, UNRESOLVED_WINDOW),
+        (ToolCallStatus.AWAITING_APPROVAL.value, UNRESOLVED_WINDOW),
+        (ToolCallStatus.FAILED.value, recovery_window),
+    ]
 
 RETRIEVED = 12
 """Most older memories recalled by term match into one candidate set."""

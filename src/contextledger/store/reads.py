@@ -79,28 +79,48 @@ def _text_body(stmt: sa.Select[Any], dialect: str) -> sa.Select[Any]:
 
 
 def _newest(
-    t: sa.Table, shape: tuple[bool, ...], order: tuple[str, ...], filters: Sequence[sa.ColumnElement[bool]], dialect: str
+    t: sa.Table,
+    shape: tuple[bool, ...],
+    order: tuple[str, ...],
+    filters: Sequence[sa.ColumnElement[bool]],
+    dialect: str,
+    *,
+    last: sa.BindParameter[Any] = _LAST,
+    oldest: bool = False,
 ) -> sa.Select[Any]:
-    """The newest ``:p_last`` rows of a lineage (SqlStore.messages / memories with
+    """The newest ``last`` rows of a lineage (SqlStore.messages / memories with
     ``last``): one ordered backward range, or per segment one window of at most
-    ``:p_last`` rows, then the newest ``:p_last`` of their ``UNION ALL``."""
+    ``last`` rows, then the newest ``last`` of their ``UNION ALL``.  ``oldest``: the
+    oldest ``last`` rows instead (forward ranges)."""
     cols = [t.c[c] for c in order]
+
+    def direction(c: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+        return c.asc() if oldest else c.desc()
+
     if len(shape) <= 1:
         stmt = sa.select(t.c.body).where(*_scoped(t), lineage_clause(t, shape), *filters)
-        return _text_body(stmt.order_by(*(c.desc() for c in cols)).limit(_LAST), dialect)
+        return _text_body(stmt.order_by(*(direction(c) for c in cols)).limit(last), dialect)
     windows = []
     for i, bounded in enumerate(shape):
         sub = (
             sa.select(t.c.body, *cols)
             .where(*_scoped(t), *filters, lineage_clause(t, (bounded,), i))
-            .order_by(*(c.desc() for c in cols))
-            .limit(_LAST)
+            .order_by(*(direction(c) for c in cols))
+            .limit(last)
             .subquery()
         )
         windows.append(sa.select(*sub.c))
     union = sa.union_all(*windows).subquery()
-    stmt = sa.select(union.c.body).order_by(*(union.c[c].desc() for c in order)).limit(_LAST)
+    stmt = sa.select(union.c.body).order_by(*(direction(union.c[c]) for c in order)).limit(last)
     return _text_body(stmt, dialect)
+
+
+def _union(arms: Sequence[sa.Select[Any]]) -> sa.Select[Any] | sa.CompoundSelect[Any]:
+    """One statement of ``arms`` (each ordered and limited on its own): the arm itself,
+    or the ``UNION ALL`` of the arms as subqueries."""
+    if len(arms) == 1:
+        return arms[0]
+    return sa.union_all(*(sa.select(*a.subquery().c) for a in arms))
 
 
 def _filtered(t: sa.Table, shape: tuple[bool, ...] | None, filters: Sequence[sa.ColumnElement[bool]], dialect: str) -> sa.Select[Any]:
@@ -241,16 +261,35 @@ class LineageReads:
         rows = self._rows(("newest_messages", shape, kinds), build, params)
         return [_decode(Message, r[0]) for r in reversed(rows)]
 
-    def messages_by_role(self, segments: Sequence[LineageSegment], roles: Sequence[str]) -> list[Message]:
-        """Lineage messages of ``roles`` in ``seq`` order (SqlStore.messages with ``roles``)."""
-        shape, n = lineage_shape(segments), len(roles)
+    def head_messages(self, segments: Sequence[LineageSegment], roles: Sequence[str], kind: str, *, before: int, last: int) -> list[Message]:
+        """Lineage messages of ``kind`` with ``seq < before``, for each of ``roles`` the
+        first one and the newest ``last``, in ``seq`` order without duplicates (for one
+        role: SqlStore.messages with ``roles=[role], kinds=[kind]`` on the lineage cut at
+        ``before``, its first row and its newest ``last``).  Each is an ordered range of
+        ``ix_messages_role_kind`` per segment (backward, resp. a forward ``LIMIT 1``
+        probe), all in one ``UNION ALL``: at most ``len(roles) * (last + 1)`` rows
+        whatever the history length.  The cut bounds every segment (``seq <=
+        before - 1``): one upper bound per segment, as SQLite (no statistics) picks
+        ``ix_messages_kind`` over the longer index for a range with two upper bounds."""
+        cut = [LineageSegment(branch_id=s.branch_id, max_seq=before - 1 if s.max_seq is None else min(s.max_seq, before - 1)) for s in segments]
+        shape, n = lineage_shape(cut), len(roles)
+        if not shape or not n:
+            return []
         t = S.messages
+        one = sa.bindparam("p_one", type_=sa.Integer())
 
-        def build() -> sa.Select[Any]:
-            return _filtered(t, shape, [t.c.role.in_([_p(f"p_r{i}", t.c.role) for i in range(n)])], self._name)
+        def build() -> sa.Select[Any] | sa.CompoundSelect[Any]:
+            arms = []
+            for i in range(n):
+                where = [t.c.role == _p(f"p_r{i}", t.c.role), t.c.kind == _p("p_kind", t.c.kind)]
+                arms.append(_newest(t, shape, ("seq",), where, self._name))
+                arms.append(_newest(t, shape, ("seq",), where, self._name, last=one, oldest=True))
+            return _union(arms)
 
-        params = {**lineage_params(segments), **{f"p_r{i}": r for i, r in enumerate(roles)}}
-        return sorted((_decode(Message, r[0]) for r in self._rows(("messages_by_role", shape, n), build, params)), key=lambda m: m.seq)
+        params = {**lineage_params(cut), **{f"p_r{i}": r for i, r in enumerate(roles)}, "p_kind": kind, "p_last": last, "p_one": 1}
+        rows = self._rows(("head_messages", shape, n), build, params)
+        found = {m.id: m for m in (_decode(Message, r[0]) for r in rows)}
+        return sorted(found.values(), key=lambda m: m.seq)
 
     def messages_by_id(self, segments: Sequence[LineageSegment], ids: Sequence[str]) -> list[Message]:
         """Lineage messages among ``ids`` in ``seq`` order (SqlStore.messages with
@@ -316,16 +355,30 @@ class LineageReads:
         rows = self._rows((key,), build, {"p_ids": self._ids(values)})
         return sorted((_decode(ToolCall, r[0]) for r in rows), key=lambda c: (c.seq, c.call_index))
 
-    def calls_by_status(self, segments: Sequence[LineageSegment], statuses: Sequence[str]) -> list[ToolCall]:
-        """Lineage calls in ``statuses`` (SqlStore.tool_calls with ``statuses``)."""
-        shape, n = lineage_shape(segments), len(statuses)
+    def newest_calls(self, segments: Sequence[LineageSegment], limits: Sequence[tuple[str, int]]) -> list[ToolCall]:
+        """For each ``(status, last)`` of ``limits``, the newest ``last`` lineage calls in
+        that status (newest by ``(seq, id)``), together in ``(seq, call_index)`` order
+        (the same as the newest ``last`` by ``(seq, id)`` of SqlStore.tool_calls with
+        ``statuses=[status]``, per status).  One backward range of
+        ``ix_tool_calls_status`` per status and segment, all in one ``UNION ALL``: at most
+        ``Σ last`` rows whatever the history length."""
+        shape, n = lineage_shape(segments), len(limits)
+        if not shape or not n:
+            return []
         t = S.tool_calls
 
-        def build() -> sa.Select[Any]:
-            return _filtered(t, shape, [t.c.status.in_([_p(f"p_st{i}", t.c.status) for i in range(n)])], self._name)
+        def build() -> sa.Select[Any] | sa.CompoundSelect[Any]:
+            return _union([
+                _newest(t, shape, ("seq", "id"), [t.c.status == _p(f"p_st{i}", t.c.status)], self._name,
+                        last=sa.bindparam(f"p_last{i}", type_=sa.Integer()))
+                for i in range(n)
+            ])
 
-        params = {**lineage_params(segments), **{f"p_st{i}": s for i, s in enumerate(statuses)}}
-        rows = self._rows(("calls_by_status", shape, n), build, params)
+        params = {**lineage_params(segments)}
+        for i, (status, last) in enumerate(limits):
+            params[f"p_st{i}"] = status
+            params[f"p_last{i}"] = last
+        rows = self._rows(("newest_calls", shape, n), build, params)
         return sorted((_decode(ToolCall, r[0]) for r in rows), key=lambda c: (c.seq, c.call_index))
 
     def artifacts_by_call_id(self, call_ids: Sequence[str]) -> list[ToolArtifact]:

@@ -107,6 +107,9 @@ messages = sa.Table(
     sa.Index("ix_messages_role", "tenant_id", "conversation_id", "role", "branch_id", "seq"),
     # the newest compaction messages of a lineage (kind = 'compaction')
     sa.Index("ix_messages_kind", "tenant_id", "conversation_id", "kind", "branch_id", "seq"),
+    # the newest system/developer chat messages of a lineage outside the recent window
+    # (role, kind = 'chat'): an ordered backward range per segment, read up to a limit
+    sa.Index("ix_messages_role_kind", "tenant_id", "conversation_id", "role", "kind", "branch_id", "seq"),
     # messages by id within a conversation (the exchanges of out-of-window recovery calls)
     sa.Index("ix_messages_id", "tenant_id", "conversation_id", "id"),
 )
