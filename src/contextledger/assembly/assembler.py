@@ -241,6 +241,7 @@ class Assembler:
             self.store, scope, conversation_id, branch_id,
             recent_window=min(self.policy.candidates.recent_window, max(40, budget // 50)),
             max_candidates=min(self.policy.candidates.max_candidates, max(50, budget // 25)),
+            recovery_window=max(16, 4 * self.policy.recovery.max_failed_kept),
         )
         if now is None:
             now = self._default_now(cands)
