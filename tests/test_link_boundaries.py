@@ -263,6 +263,10 @@ def test_an_edit_on_a_fork_leaves_the_parents_read_current(ledger: Ledger) -> No
     assert edit.id not in _payload(main) and "stale" not in main.record.omitted
     alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False, trace=True)
     assert _tool_text(alt, "r1").startswith(f"[stale memory {read.id} · Read · observed 1 min ago]\nRead succeeded: read src/a.py lines 1-5")
+    # stale on this lineage: never raw, not even in the recent tail (as for a read made
+    # stale on its own branch)
+    assert "line 0" not in _tool_text(alt, "r1")
+    assert (read.source_artifact_ids[0], "stale") in {(d["record_id"], d["reason"]) for d in alt.trace if d["decision"] == "shape"}
     assert (read.id, "mark_stale", "stale_marked") in {(d["record_id"], d["decision"], d["reason"]) for d in alt.trace}
     assert _working_set(alt) == ["- src/a.py (edited)"]
     # a branch forked from the fork after its edit inherits the staleness; the parent

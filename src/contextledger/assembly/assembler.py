@@ -568,7 +568,7 @@ class Assembler:
             verb = "searched" if kind == "file_search" else "read"
             if kind in ("file_write", "generated_file"):
                 state = "edited"
-            elif m.resolution_state is ResolutionState.STALE:
+            elif m.resolution_state is ResolutionState.STALE or m.id in ev.lineage.stale:
                 state = f"{verb}, changed since"
             else:
                 state = verb
@@ -740,7 +740,7 @@ class Assembler:
         # shown raw, not even in the recent tail: the model would read an outdated
         # observation as current (seed 000 §4.7-4.8; seed 001 §5: the pre-edit read is
         # stale after the edit); the exchange keeps the marker and its successor
-        superseded = mem is not None and (ev.conflict.check(mem) is not None or mem.resolution_state is ResolutionState.STALE)
+        superseded = mem is not None and (ev.conflict.check(mem) is not None or mem.resolution_state is ResolutionState.STALE or mem.id in ev.lineage.stale)
         if superseded:
             raw = False
         if not raw and not superseded and raw_ok and mem is not None and art.inline_text is not None and art.size_bytes <= limit:
@@ -825,7 +825,7 @@ class Assembler:
         if current_text and ev.rehydration.requested(current_text):
             # exact evidence was asked for: the exchange the request is about keeps its
             # place (not compressed into a line) so stage 2 can rehydrate it
-            about = [p for p in chosen if p.unit is not None and p.memory_ids and p.unit.kind in ("exchange", "observation") and any(not _outdated(m) for m in p.unit.memories.values())]
+            about = [p for p in chosen if p.unit is not None and p.memory_ids and p.unit.kind in ("exchange", "observation") and any(not _outdated(m, ev) for m in p.unit.memories.values())]
             scored = [(max(len(terms.intersection(memory_terms(m))) for m in p.unit.memories.values()), p.order, i) for i, p in enumerate(about) if p.unit is not None]
             if scored and max(scored)[0] > 0:
                 about[max(scored)[2]].mandatory = True
@@ -1178,7 +1178,7 @@ class Assembler:
         asked = current is not None and ev.rehydration.requested(asked_text)
         shaped = [p for p in sorted(chosen, key=lambda p: p.order, reverse=True) if p.unit is not None and p.memory_ids and p.unit.kind in ("exchange", "observation")]
         targets: list[_Piece] = []
-        current_ones = [p for p in shaped if p.unit is not None and any(not _outdated(m) for m in p.unit.memories.values())]
+        current_ones = [p for p in shaped if p.unit is not None and any(not _outdated(m, ev) for m in p.unit.memories.values())]
         if asked and current_ones:
             # the exchange the request is about: most content words shared, then newest
             terms = query_terms(asked_text)
@@ -1199,7 +1199,7 @@ class Assembler:
                 if art is None or art.id in p.raw_artifacts:
                     continue
                 mem = p.unit.memories.get(art.id) if p.unit is not None else None
-                if mem is not None and _outdated(mem):
+                if mem is not None and _outdated(mem, ev):
                     # the exact bytes of an outdated observation are outdated too
                     ev.refuse_rehydration(art.id, OmissionReason.SUPERSEDED if mem.superseded_by else OmissionReason.STALE)
                     continue
@@ -1279,9 +1279,10 @@ _FRESHNESS_RANK = {"volatile": 0, "session": 1, "time_bounded": 2, "durable": 3,
 _HANDLE = re.compile(r"\b(?:file_id|document_id|doc_id|attachment_id)\b")
 
 
-def _outdated(mem: ToolMemory) -> bool:
-    """Superseded by a newer observation, or a file read whose file changed later."""
-    return mem.superseded_by is not None or mem.resolution_state in (ResolutionState.SUPERSEDED, ResolutionState.STALE)
+def _outdated(mem: ToolMemory, ev: Evaluator) -> bool:
+    """Superseded by a newer observation, or a file read whose file changed later (as
+    stored, or through a link that holds on this request's lineage)."""
+    return mem.superseded_by is not None or mem.resolution_state in (ResolutionState.SUPERSEDED, ResolutionState.STALE) or mem.id in ev.lineage.stale or mem.id in ev.lineage.superseded
 
 
 def _eviction_key(note: _Piece, terms: frozenset[str] = frozenset()) -> tuple[int, int, int, tuple[int, int]]:
