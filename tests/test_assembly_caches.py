@@ -219,3 +219,41 @@ def test_absorb_keeps_a_probe_trace_only_when_it_would_be_the_same() -> None:
     assert not ev.absorb(other)
     assert ev.decisions == before
     assert ev.last_reason("mem_1") == "stale"
+
+
+def test_raw_lower_bound_never_exceeds_the_raw_rendering(sqlite_ledger: Ledger) -> None:
+    """The "does the whole history fit raw?" probe may conclude from lower bounds of the
+    raw costs (``Assembler._raw_lower_bound``); every unit's bound is at most its raw
+    rendering's cost — on every scenario at 1× and on real transcripts of each format —
+    and it is positive for plain exchanges (the bound does stop the probe early)."""
+    from datetime import UTC, datetime
+
+    from conftest import real_data_dir
+    from contextledger.assembly.assembler import _PROBE_BUCKET, Assembler
+    from contextledger.assembly.candidates import collect_candidates
+    from contextledger.assembly.evaluate import Evaluator
+    from contextledger.assembly.units import build_units
+
+    led = sqlite_ledger
+    convs = [s.build(led, 1).conversation_id for s in all_scenarios()]
+    real = real_data_dir()
+    for rel in ("marot-spotter/tool_heavy.jsonl", "marot-spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"):
+        convs.append(led.import_file(real / rel).conversation_id)
+    asm = Assembler(led, led.policy)
+    checked = positive = 0
+    for conv_id in convs:
+        cands = collect_candidates(led.store, led.scope(), conv_id, None, recent_window=200, max_candidates=400)
+        parts = [p for p in cands.participants if p.parent_participant_id is None]
+        viewer = parts[0] if len(parts) == 1 else None
+        for provider in ("openai-chat", "anthropic"):
+            ev = Evaluator(led.policy, provider=provider, now=datetime(2027, 1, 1, tzinfo=UTC), viewer=viewer, participants=cands.participants)
+            for u in build_units(cands.messages, cands.calls_by_message, cands.artifacts, cands.memories):
+                if u.kind in ("system", "runtime", "cut"):
+                    continue
+                ev.unit_visible(u)
+                bound = asm._raw_lower_bound(u, ev)
+                cost = asm._render_unit(u, ev.quiet(), raw=True, bucket=_PROBE_BUCKET, mandatory=False, order=(0, 0)).cost
+                assert bound <= cost, (conv_id, u.key, bound, cost)
+                checked += 1
+                positive += bound > 0
+    assert checked > 300 and positive > 0.3 * checked, (checked, positive)

@@ -493,7 +493,15 @@ class Assembler:
             # answer is the same; a long history is not rendered once more for nothing)
             limit = cap / max(self.policy.recent_tail.max_share, 1e-9) * 0.9
             full = used
+            # first with lower bounds of the raw costs (the raw result texts alone): when
+            # they already exceed the limit, so would the renderings
+            bound = used
             for i in range(share_start - 1, -1, -1):
+                bound += self._raw_lower_bound(visible_units[i], ev)
+                if bound > limit:
+                    full = bound
+                    break
+            for i in range(share_start - 1 if full <= limit else -1, -1, -1):
                 scratch = ev.quiet()
                 probed[i] = (self._render_unit(visible_units[i], scratch, raw=True, bucket=_PROBE_BUCKET, mandatory=False, order=(0, 0)), scratch)
                 full += probed[i][0].cost
@@ -721,6 +729,26 @@ class Assembler:
                 msgs.extend(results)
             ev.include(head.id, "message", shape, bucket)
         return _Piece(unit=u, messages=msgs, cost=self._cost(msgs), bucket=bucket, shape=shape, mandatory=mandatory, order=order, memory_ids=tuple(memory_ids), raw_artifacts=tuple(raw_arts), confidence=confidence, stale=stale)
+
+    def _raw_lower_bound(self, u: Unit, ev: Evaluator) -> int:
+        """A lower bound of the cost of ``u`` rendered raw (tokens): the raw result texts
+        :meth:`_result_text` would send, less 2 tokens each for a prefix joined before
+        them; 0 for units whose results would not be sent raw as tool results.  Reads no
+        trace state and records nothing."""
+        if u.kind != "exchange" or ev.foreign(u):
+            return 0
+        total = 0
+        for c in u.calls:
+            art = u.artifacts.get(c.call_id)
+            if art is None or art.inline_text is None or c.status.unresolved or art.size_bytes > ev.tool_max_bytes(c.tool_name):
+                continue
+            mem = u.memories.get(art.id)
+            if mem is not None and (ev.conflict.check(mem) is not None or mem.resolution_state is ResolutionState.STALE or mem.id in ev.lineage.stale):
+                continue
+            if ev.artifact_hidden(art) is not None or not ev.raw_allowed(art)[0]:
+                continue
+            total += max(0, self.tok.count(art.inline_text) - 2)
+        return total
 
     def _images(self, u: Unit, c: ToolCall) -> tuple[Any, ...]:
         for m in u.messages[1:]:
