@@ -233,6 +233,7 @@ def test_raw_lower_bound_never_exceeds_the_raw_rendering(sqlite_ledger: Ledger) 
     from contextledger.assembly.candidates import collect_candidates
     from contextledger.assembly.evaluate import Evaluator
     from contextledger.assembly.units import build_units
+    from contextledger.records.parts import ToolResultPart
 
     led = sqlite_ledger
     convs = [s.build(led, 1).conversation_id for s in all_scenarios()]
@@ -246,14 +247,22 @@ def test_raw_lower_bound_never_exceeds_the_raw_rendering(sqlite_ledger: Ledger) 
         parts = [p for p in cands.participants if p.parent_participant_id is None]
         viewer = parts[0] if len(parts) == 1 else None
         for provider in ("openai-chat", "anthropic"):
-            ev = Evaluator(led.policy, provider=provider, now=datetime(2027, 1, 1, tzinfo=UTC), viewer=viewer, participants=cands.participants)
+            # at the newest record's time (most results current) and much later (stale
+            # results carry a marker before the raw text)
+            when = max(m.created_at for m in cands.messages) if provider == "openai-chat" else datetime(2027, 1, 1, tzinfo=UTC)
+            ev = Evaluator(led.policy, provider=provider, now=when, viewer=viewer, participants=cands.participants)
             for u in build_units(cands.messages, cands.calls_by_message, cands.artifacts, cands.memories):
                 if u.kind in ("system", "runtime", "cut"):
                     continue
                 ev.unit_visible(u)
                 bound = asm._raw_lower_bound(u, ev)
-                cost = asm._render_unit(u, ev.quiet(), raw=True, bucket=_PROBE_BUCKET, mandatory=False, order=(0, 0)).cost
-                assert bound <= cost, (conv_id, u.key, bound, cost)
+                piece = asm._render_unit(u, ev.quiet(), raw=True, bucket=_PROBE_BUCKET, mandatory=False, order=(0, 0))
+                raw_texts = [p.text for m in piece.messages if m.ref in piece.raw_artifacts for p in m.parts if isinstance(p, ToolResultPart) and p.text]
+                sent = sum(asm.tok.count(t) for t in raw_texts)
+                inline = sum(asm.tok.count(a.inline_text or "") for a in u.artifacts.values() if a.id in piece.raw_artifacts)
+                # at most the raw result texts sent (so at most the unit's cost), and no
+                # less than the raw payloads minus the 2-token allowance per result
+                assert inline - 2 * len(piece.raw_artifacts) <= bound <= sent <= piece.cost, (conv_id, u.key, bound, inline, sent)
                 checked += 1
                 positive += bound > 0
     assert checked > 300 and positive > 0.3 * checked, (checked, positive)
