@@ -19,9 +19,9 @@ query per record):
   (``store/counters.py``), not counted over the history.
 
 The candidate set size is bounded by the policy, whatever the history length, and so
-is the work: every query is an index range bounded by the window, a filter on a
-selective column (role, kind, status, ids) read up to a limit, or a counters row
-(docs/query-plans.md).
+is the work: every query is an index range bounded by the window or by a limit (the
+filtered reads by role and kind or by status read the newest rows up to a limit), a
+read by a list of ids, or a counters row (docs/query-plans.md).
 The reads are prepared statements (``store/reads.py``): compiled once, run on the
 reader's DBAPI connection, lists of ids bound as one parameter.
 """

@@ -9,7 +9,11 @@ compares the two), with some reads merged into one statement: the conversation's
 rows serve both the branch check and the lineage walk; the lineage totals and the
 out-of-lineage counts come from one ``branch_counters`` statement; the term lookups of
 recall are one ``UNION ALL`` of per-term ranges; the working set's newest subjects and
-their bodies are one statement.
+their bodies are one statement.  The two bounded filtered reads — the system head
+(:meth:`LineageReads.head_messages`) and the newest calls per status
+(:meth:`LineageReads.newest_calls`) — have no single store method: they return the
+first and newest rows of the store's filtered reads (the tests compare them with a
+filter of those reads in Python).
 """
 
 from __future__ import annotations
