@@ -145,14 +145,13 @@ class AssemblyResult:
         }
 
 
-_EVICT = attrgetter("evict")
 _PROBE_BUCKET = "\x00probe"
 """Bucket name of cost-probe renderings (renamed when a probe rendering is kept)."""
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class _Piece:
-    """A rendered unit with its selection-time cost."""
+    """A rendered unit with its selection-time cost (pieces compare by identity)."""
 
     unit: Unit | None
     messages: list[WireMessage]
@@ -847,6 +846,7 @@ class Assembler:
         self._evicted: list[_Piece] = []
         self._dropped_chat: list[_Piece] = []
         self._stale_queue: list[_Piece] | None = None
+        self._evict_queue: tuple[list[_Piece], list[_Piece]] | None = None
         current = max((p for p in pieces if p.mandatory and p.unit is not None and p.unit.is_turn_start), key=lambda p: p.order, default=None)
         current_text = " ".join(_first_text(m) for m in current.messages) if current is not None else ""
         terms = query_terms(current_text)
@@ -923,6 +923,7 @@ class Assembler:
                 added += cost
                 notes.append(_Piece(unit=None, messages=[], cost=cost, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem, line=line))
                 ever_lines.add(mem.id)
+                self._evict_queue = None
                 if lines_sorted[0]:
                     notes.insert(bisect.bisect_right(notes, notes[-1].order, hi=len(notes) - 1, key=by_order), notes.pop())
             if not lines_sorted[0]:
@@ -936,6 +937,7 @@ class Assembler:
         rounds = 0
         for step in steps[:-1]:
             self._stale_queue = None
+            self._evict_queue = None
             while total > budget and rounds < 400:
                 rounds += 1
                 est = total
@@ -982,6 +984,7 @@ class Assembler:
             total = give_back(total, chosen, dropped_chat("user"), restore_chat)
             lines = sorted(self._evicted, key=self._evict_key, reverse=True)[:24]
             lines_sorted[0] = False
+            self._evict_queue = None
             total = give_back(total, notes, lines, lambda n: ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps"))
             return give_back(total, chosen, dropped_chat("assistant"), restore_chat)
 
@@ -1100,11 +1103,18 @@ class Assembler:
                     ev.omit_unit(p.unit, OmissionReason.BUDGET, why + " (kept as evidence lines)")
                 return max(1, p.cost - added)
             if notes:
-                for x in notes:
-                    if x.evict is None:
-                        self._evict_key(x)
-                n = min(notes, key=_EVICT)
-                notes[:] = [x for x in notes if x is not n]
+                # least valuable first; ties: the earlier in ``notes`` (as ``min``).  The
+                # order is made once for a run of evictions: lines are only added by
+                # turning a unit into lines, which drops the queue
+                q = self._evict_queue
+                if q is None or q[0] is not notes:
+                    for x in notes:
+                        if x.evict is None:
+                            self._evict_key(x)
+                    ranked = sorted(range(len(notes)), key=lambda i: (notes[i].evict, i), reverse=True)
+                    q = self._evict_queue = (notes, [notes[i] for i in ranked])
+                n = q[1].pop()
+                notes.remove(n)
                 self._evicted.append(n)
                 ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, why + " (evidence line)")
                 return n.cost
