@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -342,12 +343,8 @@ class Assembler:
         tools: set[str] = set()
         for c in cands.calls:
             tools.add(c.tool_name)
-            try:
-                args = json.loads(c.arguments_json)
-            except ValueError:
-                continue
-            if isinstance(args, dict):
-                paths.update(touched_paths(args))
+            # parsed once per call record across requests (a pure function of its arguments)
+            paths.update(derived(c, "touched_paths", functools.partial(_call_paths, c.arguments_json, touched_paths)))
         applicable: list[Rule] = []
         for body in cands.rules:
             if not ev.rule_visible(body, cands.branch_id, cands.segments):
@@ -1315,6 +1312,16 @@ class Assembler:
 
 _FRESHNESS_RANK = {"volatile": 0, "session": 1, "time_bounded": 2, "durable": 3, "permanent": 4}
 _HANDLE = re.compile(r"\b(?:file_id|document_id|doc_id|attachment_id)\b")
+
+
+def _call_paths(arguments_json: str, touched: Any) -> tuple[str, ...]:
+    """Paths a call's JSON arguments touch (``policy.constraints.touched_paths``), ``()``
+    for arguments that are not a JSON object."""
+    try:
+        args = json.loads(arguments_json)
+    except ValueError:
+        return ()
+    return tuple(touched(args)) if isinstance(args, dict) else ()
 
 
 def _outdated(mem: ToolMemory, ev: Evaluator) -> bool:
