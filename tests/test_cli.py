@@ -4,6 +4,7 @@ conversation on malformed input."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,28 @@ def test_database_and_folder_errors_are_clean_and_mask_passwords(tmp_path: Path)
     assert code == 1
     err = json.loads(out)
     assert err["error"] == "BackendError" and "Not a directory" in err["message"] and "Traceback" not in out
+
+
+def test_bench_rejects_malformed_number_lists(tmp_path: Path) -> None:
+    for args, option in ((["bench", "scale", "--sizes", "abc"], "--sizes"), (["bench", "scenarios", "--scales", "1,x"], "--scales"), (["bench", "real", "--budgets", "4k"], "--budgets")):
+        res = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])
+        assert res.exit_code == 1, res.output
+        assert f"{option}: expected comma-separated whole numbers" in res.output
+        assert "Traceback" not in res.output
+
+
+def test_bench_without_the_bench_extras_says_what_to_install(tmp_path: Path) -> None:
+    """A missing optional dependency (here autogen-core, shadowed by a module that cannot
+    be imported) gives one line naming the extra, exit status 1, no traceback."""
+    shadow = tmp_path / "shadow" / "autogen_core"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'autogen_core'\", name='autogen_core')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "shadow")}
+    proc = subprocess.run(
+        [sys.executable, "-c", "from contextledger.cli.main import app; app()", "bench", "scale", "--sizes", "10", "--out", str(tmp_path / "o")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "pip install 'contextledger[bench]'" in proc.stdout + proc.stderr
+    assert "autogen_core" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr

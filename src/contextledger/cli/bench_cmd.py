@@ -7,7 +7,9 @@ or the JSON report with ``--json``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,14 +25,37 @@ NoPeersOpt = Annotated[bool, typer.Option("--no-peers", help="Run contextledger 
 _DEFAULT_OUT = Path("bench-results")
 
 
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip()]
+def _ints(text: str, option: str) -> list[int]:
+    """Comma-separated whole numbers of ``option``.
+
+    Raises:
+        InputError: anything else.
+    """
+    from contextledger.errors import InputError
+
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
+
+
+@contextlib.contextmanager
+def _extras() -> Iterator[None]:
+    """Turn a missing optional dependency into a clear error: the benchmark's peer
+    strategies and plots need ``pip install 'contextledger[bench]'``."""
+    from contextledger.errors import InputError
+
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        raise InputError(f"contextledger bench needs the bench extras (missing module {exc.name!r}): pip install 'contextledger[bench]'") from None
 
 
 def _finish(report: dict[str, Any], out: Path, as_json: bool) -> None:
     from contextledger.bench.report import markdown, write_report
 
-    paths = write_report(report, out)
+    with fail_cleanly(as_json), _extras():
+        paths = write_report(report, out)
     if as_json:
         emit_json(report)
     else:
@@ -47,11 +72,11 @@ def scenarios(
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
     """The scenario suite: the six seed scenarios (seed-1 … seed-6), the recovery, provenance, privacy, branch and participant cases, and the coding-agent walk-through."""
-    from contextledger.bench.harness import run_scenarios
-    from contextledger.bench.report import build_report
+    with fail_cleanly(as_json), _extras():
+        from contextledger.bench.harness import run_scenarios
+        from contextledger.bench.report import build_report
 
-    with fail_cleanly(as_json):
-        rows = run_scenarios(_ints(scales), case or None, [] if no_peers else None)
+        rows = run_scenarios(_ints(scales, "--scales"), case or None, [] if no_peers else None)
     _finish(build_report("scenarios", rows), out, as_json)
 
 
@@ -67,15 +92,14 @@ def real(
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
     """Every supported real transcript, at each budget, with mechanically derived probes."""
-    from contextledger.bench.real import real_files, run_real
-    from contextledger.bench.report import build_report
-
     root = data or Path(os.environ.get("CONTEXTLEDGER_REAL_DATA", "../shared/data/real"))
-    from contextledger.bench.memory_layer import measure_memory_layer, memory_layer_markdown
+    with fail_cleanly(as_json), _extras():
+        from contextledger.bench.memory_layer import measure_memory_layer, memory_layer_markdown
+        from contextledger.bench.real import real_files, run_real
+        from contextledger.bench.report import build_report
 
-    with fail_cleanly(as_json):
         files = real_files(root, limit=limit, max_bytes=max_bytes, match=match)
-        rows = run_real(files, _ints(budgets), [] if no_peers else None)
+        rows = run_real(files, _ints(budgets, "--budgets"), [] if no_peers else None)
         layer = measure_memory_layer(files)
     out.mkdir(parents=True, exist_ok=True)
     (out / "memory-layer.md").write_text("# Memory layer vs raw tool payloads\n\n" + memory_layer_markdown(layer) + "\n", encoding="utf-8")
@@ -95,13 +119,14 @@ def scale(
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
     """Assembly latency p50/p95/p99 and peak memory vs history size; recording throughput."""
-    from contextledger.bench.report import build_report
-    from contextledger.bench.scale import SHAPES, run_scale
     from contextledger.errors import InputError
 
-    with fail_cleanly(as_json):
+    with fail_cleanly(as_json), _extras():
+        from contextledger.bench.report import build_report
+        from contextledger.bench.scale import SHAPES, run_scale
+
         if shape != "all" and shape not in SHAPES:
             raise InputError(f"unknown --shape {shape!r}; expected {', '.join(SHAPES)} or all")
         shapes = list(SHAPES) if shape == "all" else [shape]
-        points = run_scale(_ints(sizes), backends=backend or ["sqlite"], pg_url=pg, runs=runs, shapes=shapes)
+        points = run_scale(_ints(sizes, "--sizes"), backends=backend or ["sqlite"], pg_url=pg, runs=runs, shapes=shapes)
     _finish(build_report("scale", [], scale=[p.as_dict() for p in points]), out, as_json)

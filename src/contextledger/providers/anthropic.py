@@ -62,6 +62,7 @@ from contextledger.providers.openai_chat import (
     declared_tools,
     image_bytes,
     image_placeholder,
+    memo_tools,
     pair_tool_results,
     turn_call_ids,
 )
@@ -169,15 +170,9 @@ def serialize_anthropic(
         payload["system"] = system
     payload["messages"] = messages
     if tools:
-        payload["tools"] = [_memo_tool(memo, tool) for tool in tools] if memo is not None else [_tool(tool) for tool in tools]
+        payload["tools"] = memo_tools(memo, tools, _tool)
     return payload
 
-
-def _memo_tool(memo: dict[int, Any], tool: ToolSchema) -> dict[str, Any]:
-    hit = memo.get(id(tool))
-    if hit is None or hit[0] is not tool:
-        hit = memo[id(tool)] = (tool, _tool(tool))
-    return hit[1]
 
 
 def _blocks(

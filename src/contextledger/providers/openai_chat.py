@@ -402,7 +402,7 @@ def serialize_openai_chat(
         raise ProviderSerializationError("request has no system text and no messages")
     payload: dict[str, Any] = {"messages": messages}
     if tools:
-        payload["tools"] = [_memo_tool(memo, tool) for tool in tools] if memo is not None else [_tool(tool) for tool in tools]
+        payload["tools"] = memo_tools(memo, tools, _tool)
     return payload
 
 
@@ -424,11 +424,18 @@ def _replay_turn(memo: dict[int, Any], turn: NeutralTurn, ids: CallIdMap, out: l
     return True
 
 
-def _memo_tool(memo: dict[int, Any], tool: ToolSchema) -> dict[str, Any]:
-    hit = memo.get(id(tool))
-    if hit is None or hit[0] is not tool:
-        hit = memo[id(tool)] = (tool, _tool(tool))
-    return hit[1]
+def memo_tools(memo: dict[int, Any] | None, tools: list[ToolSchema], make: Callable[[ToolSchema], dict[str, Any]]) -> list[dict[str, Any]]:
+    """``[make(tool) for tool in tools]``, each kept in ``memo`` (when given) by the
+    identity of its ToolSchema (the ``memo`` of the serializers)."""
+    if memo is None:
+        return [make(tool) for tool in tools]
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        hit = memo.get(id(tool))
+        if hit is None or hit[0] is not tool:
+            hit = memo[id(tool)] = (tool, make(tool))
+        out.append(hit[1])
+    return out
 
 
 def _head(message: WireMessage) -> dict[str, Any]:
