@@ -188,12 +188,19 @@ def _tool_text(r: AssemblyResult, call_id: str) -> str:
     return str(found[0])
 
 
-def test_a_private_read_does_not_hide_the_agents_read(ledger: Ledger) -> None:
+def _agent_and_private_read(ledger: Ledger) -> tuple[str, ToolMemory, ToolMemory]:
+    """The n=11 coding history: the agent's read (c000007) and the reviewer's private
+    read of the same bytes (c000009)."""
     conv_id, _ = build_shape(ledger, 11, "coding")
     scope, store = ledger.scope(), ledger.store
     arts = {a.call_id: a for a in store.artifacts(scope, conv_id)}
     mems = {m.source_artifact_ids[0]: m for m in store.memories(scope, conv_id, segments=None)}
-    agent_read, private_read = mems[arts["c000007"].id], mems[arts["c000009"].id]
+    return conv_id, mems[arts["c000007"].id], mems[arts["c000009"].id]
+
+
+def test_a_private_read_does_not_hide_the_agents_read(ledger: Ledger) -> None:
+    conv_id, agent_read, private_read = _agent_and_private_read(ledger)
+    scope, store = ledger.scope(), ledger.store
     # the reviewer's private read returns the same bytes as the agent's read
     assert private_read.visibility_scope is Visibility.PARTICIPANT_PRIVATE
     assert (agent_read.payload["content_sha256"], agent_read.subject_key) == (private_read.payload["content_sha256"], private_read.subject_key)
@@ -209,11 +216,8 @@ def test_a_private_read_does_not_hide_the_agents_read(ledger: Ledger) -> None:
 
 
 def test_a_legacy_private_successor_is_neither_obeyed_nor_named(ledger: Ledger) -> None:
-    conv_id, _ = build_shape(ledger, 11, "coding")
+    conv_id, agent_read, private_read = _agent_and_private_read(ledger)
     scope, store = ledger.scope(), ledger.store
-    arts = {a.call_id: a for a in store.artifacts(scope, conv_id)}
-    mems = {m.source_artifact_ids[0]: m for m in store.memories(scope, conv_id, segments=None)}
-    agent_read, private_read = mems[arts["c000007"].id], mems[arts["c000009"].id]
     # a link as recorded before links respected audiences
     with store.writer(scope) as w:
         w.update_memory(agent_read.model_copy(update={"superseded_by": private_read.id, "resolution_state": ResolutionState.SUPERSEDED}))
