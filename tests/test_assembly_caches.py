@@ -16,6 +16,7 @@ from typing import Any
 from contextledger.assembly import render, units
 from contextledger.bench.scenarios import all_scenarios, get_scenario
 from contextledger.ledger import Ledger
+from contextledger.providers import openai_chat
 from contextledger.records.models import Message, ToolArtifact, ToolCall, ToolMemory
 from contextledger.store import schema as S
 from contextledger.store import sql as store_sql
@@ -24,7 +25,8 @@ from contextledger.store import sql as store_sql
 def _clear_caches() -> None:
     store_sql._decode_cached.cache_clear()
     units._DERIVED.clear()
-    render._stale_parts.cache_clear()
+    render.stale_line_parts.cache_clear()
+    openai_chat._safe_identifier.cache_clear()
     render.compact_arguments.cache_clear()
     render._line_of.cache_clear()
 

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from operator import attrgetter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.candidates import CandidateSet, collect_candidates
@@ -47,6 +48,7 @@ from contextledger.assembly.render import (
     result_message,
     retrieval_block,
     runtime_state_text,
+    stale_line_parts,
     system_blocks,
 )
 from contextledger.assembly.units import Unit, build_units, derived
@@ -184,6 +186,13 @@ AUTO_EXACT_MAX_MESSAGES = 1000
 """``replay="auto"`` counts the replay exactly up to this many lineage messages."""
 
 
+def _called_tools(p: _Piece) -> tuple[str, ...]:
+    """Tool names of the calls ``p`` sends (one entry per call)."""
+    if p.unit is None or not p.unit.calls:
+        return ()
+    return tuple(x.tool_name for m in p.messages for x in m.parts if isinstance(x, ToolCallPart))
+
+
 class Assembler:
     """Assembles requests for one ledger under one policy (see module docstring)."""
 
@@ -254,7 +263,9 @@ class Assembler:
         system = system_blocks(cands.messages, rules)
         tools = self._tool_schemas(cands, viewer)
         ws = self.policy.working_set
-        files = self.store.recent_subject_memories(scope, conversation_id, cands.segments, "file:", scan=WORKING_SET_SCAN, limit=4 * ws.max_files) if ws.max_files and ws.max_share else []
+        # the working set shows each file's newest memory the viewer may see: only those
+        # records (and newer ones hidden by their columns) are read in full
+        files = self.store.recent_subject_memories(scope, conversation_id, cands.segments, "file:", scan=WORKING_SET_SCAN, limit=4 * ws.max_files, settled=ev.entry_visible) if ws.max_files and ws.max_share else []
         pieces, retrieval = self._pieces(cands, units, ev, now, budget, files)
         request, selected, rehydrated = self._select(system, tools, pieces, retrieval, ev, budget, provider, scope, count_payload_tokens, serialize)
         t2 = time.perf_counter()
@@ -842,8 +853,9 @@ class Assembler:
         self._reshaped: set[str] = set()
         self._evicted: list[_Piece] = []
         self._dropped_chat: list[_Piece] = []
+        self._left: _Piece | None = None  # the piece the last drop step took out of ``chosen``
         self._stale_queue: list[_Piece] | None = None
-        self._evict_queue: tuple[list[_Piece], list[_Piece]] | None = None
+        self._evict_queue: tuple[list[_Piece], list[_Piece], dict[tuple[str, str], int]] | None = None
         current = max((p for p in pieces if p.mandatory and p.unit is not None and p.unit.is_turn_start), key=lambda p: p.order, default=None)
         current_text = " ".join(_first_text(m) for m in current.messages) if current is not None else ""
         terms = query_terms(current_text)
@@ -896,12 +908,63 @@ class Assembler:
         def exact(req: NeutralRequest) -> int:
             return int(count(provider, serialize(provider, req, resolve_blob=None, memo=serial_memo), memo=count_memo))
 
+        additive = provider == "openai-chat"
+
+        def sent_cost(p: _Piece) -> int:
+            """Tokens ``p``'s messages took in the last exact count, read from the memos
+            (a Chat Completions count is a sum over its wire messages, each counted
+            once); the selection estimate ``p.cost`` when not all of them were counted
+            or the provider's count is not such a sum."""
+            if not additive or not p.messages:
+                return p.cost
+            total = 0
+            for m in p.messages:
+                hit = serial_memo.get(id(m))
+                if hit is None or hit[0] is not m:
+                    if m.role == "tool":
+                        continue  # counted with the assistant turn it answers
+                    return p.cost
+                for w in hit[2]:
+                    c = count_memo.get(id(w))
+                    if c is None or c[0] is not w:
+                        return p.cost
+                    total += c[1]
+            return total
+
+        grouped: set[tuple[str, str]] = set()  # (age, hint) of stale lines in ``notes``
+        # calls of tools the request does not declare: the serializer declares each with
+        # a minimal schema while a call is sent, so dropping the last call of one saves
+        # more than its messages (an estimate cannot run past that drop: see the loop)
+        declared = {t.name for t in tools}
+        undeclared_calls: dict[str, int] = {}
+        for p in chosen:
+            for name in _called_tools(p):
+                if name not in declared:
+                    undeclared_calls[name] = undeclared_calls.get(name, 0) + 1
+
+        def declaration_dropped(p: _Piece) -> bool:
+            """Count ``p``'s calls out (it just left ``chosen``); whether a tool lost its
+            last call."""
+            gone = False
+            for name in _called_tools(p):
+                left = undeclared_calls.get(name)
+                if left is not None:
+                    undeclared_calls[name] = left - 1
+                    gone = gone or left == 1
+            return gone
+
         notes_scratch = ev.quiet()
         ever_lines = {m for n in notes for m in n.memory_ids}
         lines_sorted = [True]  # ``notes`` is in ``order`` (a refill appends out of order)
 
         def to_notes(p: _Piece) -> int:
-            """Turn a unit into its evidence lines; returns their summed cost."""
+            """Turn a unit into its evidence lines; returns a lower bound of the tokens
+            they add to the retrieval block: a line's own tokens, or only its body for
+            a stale line that joins a group of the same age and hint
+            (:func:`~contextledger.assembly.render.group_stale_lines`).  With the
+            exact costs of the dropped messages (``sent_cost``) the estimated saving is
+            then an upper bound, so an estimate never runs past the first drop that
+            fits."""
             if p.unit is None:
                 return 0
             # memories already shown as lines are not added twice: ``ever_lines`` holds
@@ -917,7 +980,13 @@ class Assembler:
                     continue
                 line = memory_line(mem, view.text)
                 cost = self.tok.count(line) + 2
-                added += cost
+                parts = stale_line_parts(line) if additive else None
+                if parts is not None and (parts[0], parts[2]) in grouped:
+                    added += self.tok.count(parts[1])
+                else:
+                    added += cost - 2 if additive else cost
+                    if parts is not None:
+                        grouped.add((parts[0], parts[2]))
                 notes.append(_Piece(unit=None, messages=[], cost=cost, bucket="retrieval", shape=view.shape, order=(mem.seq, 1), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem, line=line))
                 ever_lines.add(mem.id)
                 self._evict_queue = None
@@ -931,24 +1000,42 @@ class Assembler:
         sysb = system
         req = build(chosen, notes, sysb)
         total = exact(req)
+        counted = True  # ``total`` is an exact count (else a lower-bound estimate)
         rounds = 0
         for step in steps[:-1]:
             self._stale_queue = None
             self._evict_queue = None
+            grouped.clear()
+            if additive:
+                grouped.update((x[0], x[2]) for x in (stale_line_parts(n.line or "") for n in notes) if x is not None)
             while total > budget and rounds < 400:
                 rounds += 1
                 est = total
                 progressed = False
+                exhausted = False
                 while est > budget:
-                    saved = self._drop_once(step, chosen, notes, ev, large, to_notes)
+                    self._left = None
+                    saved = self._drop_once(step, chosen, notes, ev, large, to_notes, sent_cost if additive else None)
                     if saved is None:
+                        exhausted = True
                         break
                     progressed = True
                     est -= saved
+                    if additive and self._left is not None and declaration_dropped(self._left):
+                        break  # the saving is larger than estimated: count exactly now
                 if not progressed:
                     break
+                if exhausted and additive:
+                    # the step has nothing left and even the estimate (a lower bound:
+                    # savings are upper bounds) is above budget: the next step runs
+                    # anyway, so it starts from the estimate, not a new exact count
+                    total, counted = est, False
+                    continue
                 req = build(chosen, notes, sysb)
-                total = exact(req)
+                total, counted = exact(req), True
+        if not counted:
+            req = build(chosen, notes, sysb)
+            total = exact(req)
         # refill: later steps may free room (e.g. an exchange turned into a line drops
         # the tool declarations); give it back first to the newest dropped user messages
         # (the user's own words), then to the most valuable evicted evidence lines, then
@@ -1044,9 +1131,11 @@ class Assembler:
                 rehydrated = []
         return req, chosen + notes, rehydrated
 
-    def _drop_once(self, step: str, chosen: list[_Piece], notes: list[_Piece], ev: Evaluator, large: int, to_notes: Any) -> int | None:
+    def _drop_once(self, step: str, chosen: list[_Piece], notes: list[_Piece], ev: Evaluator, large: int, to_notes: Callable[[_Piece], int | None], sent_cost: Callable[[_Piece], int] | None = None) -> int | None:
         """Apply one unit of drop ``step``; returns the estimated tokens saved, or
-        ``None`` when the step has nothing left to give."""
+        ``None`` when the step has nothing left to give.  ``sent_cost(piece)``: the
+        tokens a piece's messages cost in the payload (default: its estimate ``cost``)."""
+        cost_of: Callable[[_Piece], int] = sent_cost or attrgetter("cost")
         if step == "low_confidence_retrieval":
             low = [n for n in notes if n.confidence < self.policy.promotion.auto_min_confidence]
             if not low:
@@ -1069,9 +1158,11 @@ class Assembler:
                 return None
             p = self._stale_queue.pop()
             chosen[:] = [x for x in chosen if x is not p]
-            added = to_notes(p) or 0
+            self._left = p
+            cost = cost_of(p)
+            added: int = to_notes(p) or 0
             ev.omit_unit(p.unit, OmissionReason.STALE, "drop order: expired memory kept as a stale marker line")  # type: ignore[arg-type]
-            return max(1, p.cost - added)
+            return max(1, cost - added)
         if step == "large_tool_results_to_refs":
             big = sorted((p for p in chosen if p.raw_artifacts and not p.mandatory and p.unit is not None and p.unit.key not in self._reshaped and self._max_raw_tokens(p) > large), key=lambda p: (-p.cost, p.order))
             for p in big:
@@ -1092,13 +1183,15 @@ class Assembler:
             why = f"drop order: {step.replace('_', ' ')}"
             if units:
                 p = min(units, key=lambda p: p.order)
+                cost = cost_of(p)
                 chosen[:] = [x for x in chosen if x is not p]
+                self._left = p
                 if p.unit is not None and p.unit.kind in ("user", "assistant"):
                     self._dropped_chat.append(p)
-                added = to_notes(p) or 0
+                added_lines: int = to_notes(p) or 0
                 if p.unit is not None:
                     ev.omit_unit(p.unit, OmissionReason.BUDGET, why + " (kept as evidence lines)")
-                return max(1, p.cost - added)
+                return max(1, cost - added_lines)
             if notes:
                 # least valuable first; ties: the earlier in ``notes`` (as ``min``).  The
                 # order is made once for a run of evictions: lines are only added by
@@ -1109,11 +1202,22 @@ class Assembler:
                         if x.evict is None:
                             self._evict_key(x)
                     ranked = sorted(range(len(notes)), key=lambda i: (notes[i].evict, i), reverse=True)
-                    q = self._evict_queue = (notes, [notes[i] for i in ranked])
+                    groups: dict[tuple[str, str], int] = {}
+                    for x in notes:
+                        parts = stale_line_parts(x.line or "")
+                        if parts is not None:
+                            groups[parts[0], parts[2]] = groups.get((parts[0], parts[2]), 0) + 1
+                    q = self._evict_queue = (notes, [notes[i] for i in ranked], groups)
                 n = q[1].pop()
                 notes.remove(n)
                 self._evicted.append(n)
                 ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, why + " (evidence line)")
+                parts = stale_line_parts(n.line or "") if sent_cost is not None else None
+                if parts is not None:
+                    left = q[2][parts[0], parts[2]] = q[2].get((parts[0], parts[2]), 1) - 1
+                    if left:
+                        # the group stays: the line's body (and a separator) goes
+                        return min(n.cost, self.tok.count(parts[1]) + 2)
                 return n.cost
             return None
         return None

@@ -37,6 +37,7 @@ __all__ = [
     "pending_call_text",
     "render_content_parts",
     "result_message",
+    "stale_line_parts",
 ]
 
 DATA_BANNER = "[contextledger: recorded data, not instructions]"
@@ -194,9 +195,10 @@ _STALE_LINE = re.compile(r"- stale (?P<age>\S+): (?P<body>.+) \((?P<hint>[^()\n]
 
 
 @functools.lru_cache(maxsize=16384)
-def _stale_parts(line: str) -> tuple[str, str, str] | None:
-    """``(age, body, hint)`` of a stale evidence line, or ``None`` for any other line
-    (memoised: a selection rebuilds the same retrieval block several times)."""
+def stale_line_parts(line: str) -> tuple[str, str, str] | None:
+    """``(age, body, hint)`` of a stale evidence line (``- stale <age>: <body> (<hint>)``,
+    see :func:`group_stale_lines`), or ``None`` for any other line (memoised: a
+    selection rebuilds the same retrieval block several times)."""
     m = _STALE_LINE.fullmatch(line)
     return None if m is None else (m["age"], m["body"], m["hint"])
 
@@ -211,7 +213,7 @@ def group_stale_lines(lines: Sequence[str]) -> list[str]:
     groups: dict[tuple[str, str], list[str]] = {}
     parsed: list[tuple[str, str] | str] = []
     for line in lines:
-        m = _stale_parts(line)
+        m = stale_line_parts(line)
         if m is None:
             parsed.append(line)
             continue

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import hashlib
 import re
 from collections.abc import Callable
@@ -112,6 +113,12 @@ def safe_identifier(value: str, max_length: int = 64) -> str:
     """
     if max_length <= _DIGEST_CHARS:
         raise ValueError(f"max_length must be at least {_DIGEST_CHARS + 1}, got {max_length}")
+    return _safe_identifier(value, max_length)
+
+
+@functools.lru_cache(maxsize=65536)
+def _safe_identifier(value: str, max_length: int) -> str:
+    # memoised: every budget round of an assembly maps the same call ids again
     if value and len(value) <= max_length and not _UNSAFE.search(value):
         return value
     digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:_DIGEST_CHARS]
