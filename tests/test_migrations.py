@@ -19,7 +19,7 @@ from contextledger.store.migrate import alembic_config, current_revision, head_r
 from contextledger.store.schema import metadata
 from contextledger.store.sql import _make_engine
 
-HEAD = "0005_messages_role_kind"
+HEAD = "0006_memory_lineage_covering"
 
 
 def _diffs(engine: sa.Engine) -> list[Any]:
@@ -133,6 +133,34 @@ def test_role_kind_index_added_on_0004_and_dropped_on_downgrade(backend_url: str
         engine.dispose()
 
 
+def test_memory_lineage_index_covers_the_working_set_on_0006(backend_url: str) -> None:
+    engine = _make_engine(backend_url)
+    old = ("ix_tool_memories_lineage", ("tenant_id", "conversation_id", "branch_id", "seq"), False)
+    new = ("ix_tool_memories_lineage", ("tenant_id", "conversation_id", "branch_id", "seq", "subject_key", "visibility", "owner_participant_id", "id"), False)
+    try:
+        upgrade(engine, "0005_messages_role_kind")
+        assert old in _indexes(engine)["tool_memories"]
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO tool_memories (id, tenant_id, conversation_id, branch_id, seq, subject_key, resolution_state, "
+                "visibility, token_count, body) VALUES ('mem_1', 'acme', 'conv_1', 'br_1', 3, 'file:a.py', 'current', 'branch', 4, '{}')"
+            ))
+        upgrade(engine)
+        assert current_revision(engine) == HEAD
+        assert new in _indexes(engine)["tool_memories"] and old not in _indexes(engine)["tool_memories"]
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT id, subject_key, seq FROM tool_memories")).all() == [("mem_1", "file:a.py", 3)]
+        cfg = alembic_config()
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0005_messages_role_kind")
+        assert old in _indexes(engine)["tool_memories"] and new not in _indexes(engine)["tool_memories"]
+        upgrade(engine)
+        assert _diffs(engine) == []
+    finally:
+        engine.dispose()
+
+
 def _upgrade_in_process(url: str, start: Any, out: Any) -> None:
     try:
         engine = _make_engine(url)
@@ -171,4 +199,4 @@ def test_each_revision_file_is_reachable(revision: str) -> None:
 
     script = ScriptDirectory.from_config(alembic_config())
     assert script.get_revision(revision) is not None
-    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0004_memory_terms", "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]
+    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0005_messages_role_kind", "0004_memory_terms", "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]

@@ -108,7 +108,8 @@ def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
     """The SELECTs the assembler's candidate collection runs on ``conv_big`` (window 40;
     a three-segment lineage) and on ``conv_noise`` (one segment: the filter indexes must
     still win over the lineage range), the reads of recall and of recovery exchanges
-    (run directly: the placeholder data does not trigger them), the working-set read,
+    (run directly: the placeholder data does not trigger them), the working-set reads (bodies
+    in one statement, and entries first, then the bodies),
     then the memory-by-subject read of memory linking (through SQLAlchemy), as
     (statement, DBAPI parameters)."""
     captured: list[tuple[str, Any]] = []
@@ -133,6 +134,7 @@ def assembler_queries(store: SqlStore) -> list[tuple[str, Any]]:
                 reads.messages_by_id(segs, [f"{BIG}_m{n}" for n in (1, 2, 3)])
                 reads.memories_by_artifact(segs, [f"{BIG}_a{n}" for n in (2, 4, 6)])
             store.recent_subject_memories(SCOPE, BIG, segs, "file:", limit=40)
+            store.recent_subject_memories(SCOPE, BIG, segs, "file:", limit=40, settled=lambda e: e.visibility == "branch")
             store.memories(SCOPE, BIG, segs, subject_keys=["file:/src/f7.py"])
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", capture)

@@ -141,9 +141,17 @@ def test_candidate_queries_use_their_indexes(plans: tuple[str, list[tuple[str, s
     assert terms and all(plan.count("ix_memory_terms_term") == sql.count("memory_terms.term = ") for sql, plan in terms)
     assert max(sql.count("memory_terms.term = ") for sql, _ in terms) == 2
     # the working set: the newest memories of each segment, then their bodies by primary key
-    working_set = _each_plan(out, "FROM tool_memories", "tool_memories.subject_key AS subject_key")
-    assert [p.count("ix_tool_memories_lineage") for p in working_set] == [3] * len(working_set)
+    working_set = [plan for sql, plan in out if "FROM tool_memories" in sql and "tool_memories.subject_key AS subject_key" in sql and "tool_memories.visibility AS visibility" not in sql]
+    assert working_set and [p.count("ix_tool_memories_lineage") for p in working_set] == [3] * len(working_set)
     assert all(pk[0] in p for p in working_set)
+    # the working set's entries (subject, visibility, owner, id): from the index alone
+    # (SQLite: a covering index; PostgreSQL decides index-only scans by its visibility
+    # map, so only the index is asserted there), no table row read by primary key
+    entries = _each_plan(out, "FROM tool_memories", "tool_memories.visibility AS visibility", "tool_memories.owner_participant_id AS owner_participant_id")
+    assert [p.count("ix_tool_memories_lineage") for p in entries] == [3]
+    assert not any(pk[0] in p for p in entries)
+    if dialect == "sqlite":
+        assert entries[0].count("USING COVERING INDEX ix_tool_memories_lineage") == 3
     assert all("ix_tool_memories_subject" in p for p in _each_plan(out, "tool_memories.subject_key IN"))
     # every read filtered by role, kind or status uses that filter's index, also on a
     # one-segment lineage (where the lineage index matches as many leading columns)

@@ -5,7 +5,7 @@ collection runs no statement through SQLAlchemy's execution path."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from contextledger.records.models import (
 )
 from contextledger.records.parts import TextPart
 from contextledger.store import prepared
-from contextledger.store.base import LineageSegment, Scope
+from contextledger.store.base import LineageSegment, Scope, SubjectEntry
 from contextledger.store.reads import LineageReads
 from contextledger.store.sql import SqlStore
 
@@ -184,6 +184,48 @@ def test_recent_subject_memories(store: SqlStore, scope_a: Scope, world: World, 
     c_segs = store.lineage(scope_a, world.branches["C"])
     assert [m.subject_key for m in store.recent_subject_memories(scope_a, conv, c_segs, "cmd:", scan=600, limit=40)] == ["cmd:ls"]
     assert store.recent_subject_memories(scope_a, conv, [], "file:") == []
+
+
+@pytest.mark.parametrize("accept", ["all", "none", "branch"])
+def test_recent_subject_memories_settled(store: SqlStore, scope_a: Scope, world: World, accept: str) -> None:
+    """With ``settled``: per subject, the window's memories newest first up to the first
+    accepted entry — computed here from the full window."""
+    conv = world.conv.id
+    tests: dict[str, Callable[[SubjectEntry], bool]] = {
+        "all": lambda e: True,
+        "none": lambda e: False,
+        "branch": lambda e: e.visibility == "branch",
+    }
+    settled = tests[accept]
+    seen: list[SubjectEntry] = []
+
+    def spy(e: SubjectEntry) -> bool:
+        seen.append(e)
+        return settled(e)
+
+    for name in BRANCHES:
+        segs = store.lineage(scope_a, world.branches[name])
+        full = store.recent_subject_memories(scope_a, conv, segs, "file:", scan=600, limit=40)
+        done: set[str] = set()
+        want: list[str] = []
+        for m in sorted(full, key=lambda m: (m.seq, m.id), reverse=True):
+            if m.subject_key in done:
+                continue
+            want.append(m.id)
+            entry = SubjectEntry(id=m.id, seq=m.seq, subject_key=m.subject_key or "", visibility=m.visibility_scope.value, owner_participant_id=m.owner_participant_id)
+            if settled(entry):
+                done.add(m.subject_key or "")
+        seen.clear()
+        got = store.recent_subject_memories(scope_a, conv, segs, "file:", scan=600, limit=40, settled=spy)
+        assert [m.id for m in got] == sorted(want, key=lambda i: next((m.seq, m.id) for m in full if m.id == i)), name
+        # the entries carry the stored columns of their memories
+        by_id = {m.id: m for m in full}
+        assert len(seen) == len(got) and all(by_id[e.id].subject_key == e.subject_key and by_id[e.id].seq == e.seq and by_id[e.id].visibility_scope.value == e.visibility and by_id[e.id].owner_participant_id == e.owner_participant_id for e in seen)
+        if accept == "none":
+            assert [m.id for m in got] == [m.id for m in full]
+        if accept == "all":
+            assert len(got) == len({m.subject_key for m in full})
+    assert store.recent_subject_memories(scope_a, conv, [], "file:", settled=settled) == []
 
 
 def test_reads_stay_in_scope(store: SqlStore, scope_a: Scope, scope_b: Scope, world: World) -> None:

@@ -51,7 +51,7 @@ from contextledger.records.models import (
     ToolArtifact,
     ToolMemory,
 )
-from contextledger.store.base import LineageSegment
+from contextledger.store.base import LineageSegment, SubjectEntry
 
 if TYPE_CHECKING:
     from contextledger.assembly.units import Unit
@@ -349,6 +349,13 @@ class Evaluator:
         """Whether the viewer may see ``mem`` (visibility scope and ownership); nothing
         is recorded."""
         return self._visible(mem.visibility_scope, mem.owner_participant_id, mem.shared_with_participants) is None
+
+    def entry_visible(self, entry: SubjectEntry) -> bool:
+        """Whether the viewer may see the memory of ``entry`` by its indexed columns
+        alone (visibility scope and owner; sharing, in the body, can only widen this):
+        ``True`` means :meth:`memory_visible` is ``True`` for the record.  Nothing is
+        recorded."""
+        return self._visible(Visibility(entry.visibility), entry.owner_participant_id) is None
 
     @property
     def child_view(self) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from contextledger.errors import ScopeError
 
-__all__ = ["CAPABILITIES", "LineageSegment", "Scope", "require_scope"]
+__all__ = ["CAPABILITIES", "LineageSegment", "Scope", "SubjectEntry", "require_scope"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +47,23 @@ class LineageSegment:
 
     branch_id: str
     max_seq: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SubjectEntry:
+    """The indexed columns of one memory with a ``subject_key`` (no body): what a reader
+    can decide on before reading the record (see ``settled`` of
+    :meth:`~contextledger.store.sql.SqlStore.recent_subject_memories`).
+
+    ``visibility`` is the stored visibility scope value (``"branch"``,
+    ``"participant_private"`` …); sharing with further participants is in the body only.
+    """
+
+    id: str
+    seq: int
+    subject_key: str
+    visibility: str
+    owner_participant_id: str | None
 
 
 CAPABILITIES = frozenset(

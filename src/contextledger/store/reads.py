@@ -38,7 +38,7 @@ from contextledger.records.models import (
 )
 from contextledger.store import counters as K
 from contextledger.store import schema as S
-from contextledger.store.base import LineageSegment, Scope, require_scope
+from contextledger.store.base import LineageSegment, Scope, SubjectEntry, require_scope
 from contextledger.store.prepared import (
     in_values,
     lineage_clause,
@@ -49,7 +49,22 @@ from contextledger.store.prepared import (
 )
 from contextledger.store.sql import SqlStore, _decode
 
-__all__ = ["LineageReads"]
+__all__ = ["LineageReads", "settled_entries"]
+
+
+def settled_entries(entries: Sequence[SubjectEntry], settled: Callable[[SubjectEntry], bool]) -> list[str]:
+    """Ids of the entries a reader of ``entries`` (newest first) needs: per subject, its
+    entries newest first up to and including the first one ``settled`` accepts (all of
+    them when none is accepted)."""
+    done: set[str] = set()
+    ids: list[str] = []
+    for e in entries:
+        if e.subject_key in done:
+            continue
+        ids.append(e.id)
+        if settled(e):
+            done.add(e.subject_key)
+    return ids
 
 _Build = Callable[[], sa.Select[Any] | sa.CompoundSelect[Any]]
 
@@ -476,47 +491,65 @@ class LineageReads:
         return [(r[0], r[1], r[2], int(r[3])) for r in rows]
 
     def recent_subject_memories(
-        self, segments: Sequence[LineageSegment], subject_prefix: str, *, scan: int, limit: int
+        self,
+        segments: Sequence[LineageSegment],
+        subject_prefix: str,
+        *,
+        scan: int,
+        limit: int,
+        settled: Callable[[SubjectEntry], bool] | None = None,
     ) -> list[ToolMemory]:
         """SqlStore.recent_subject_memories: the newest ``limit`` memories whose
         ``subject_key`` starts with ``subject_prefix`` among the newest ``scan`` of each
         lineage segment, in ``(seq, id)`` order — the per-segment backward ranges of
-        ``ix_tool_memories_lineage`` and the bodies by primary key, in one statement."""
+        ``ix_tool_memories_lineage`` and the bodies by primary key, in one statement.
+        With ``settled``: the entries of that window first (no bodies), then the bodies
+        of each subject's entries newest first up to the first ``settled`` one."""
         shape = lineage_shape(segments)
         if not shape:
             return []
-        t = S.tool_memories
-
-        def build() -> sa.Select[Any]:
-            scan_p = sa.bindparam("p_scan", type_=sa.Integer())
-            windows = []
-            for i, bounded in enumerate(shape):
-                inner = (
-                    sa.select(t.c.id, t.c.seq, t.c.subject_key)
-                    .where(*_scoped(t), lineage_clause(t, (bounded,), i))
-                    .order_by(t.c.seq.desc())
-                    .limit(scan_p)
-                    .subquery()
-                )
-                windows.append(
-                    sa.select(inner.c.id, inner.c.seq).where(
-                        inner.c.subject_key >= _p("p_lo", t.c.subject_key), inner.c.subject_key < _p("p_hi", t.c.subject_key)
-                    )
-                )
-            union = sa.union_all(*windows).subquery()
-            newest = sa.select(union.c.id).order_by(union.c.seq.desc(), union.c.id.desc()).limit(sa.bindparam("p_limit", type_=sa.Integer()))
-            return _text_body(
-                sa.select(t.c.body).where(
-                    t.c.id.in_(newest),
-                    t.c.tenant_id.concat("") == _p("p_tenant", t.c.tenant_id),
-                    t.c.conversation_id.concat("") == _p("p_conv", t.c.conversation_id),
-                ),
-                self._name,
-            )
-
         params = {**lineage_params(segments), "p_scan": scan, "p_limit": limit, "p_lo": subject_prefix, "p_hi": subject_prefix + "\uffff"}
-        rows = self._rows(("recent_subject_memories", shape), build, params)
+        if settled is not None:
+            entries = [SubjectEntry(id=r[0], seq=int(r[1]), subject_key=r[2], visibility=r[3], owner_participant_id=r[4]) for r in self._rows(("subject_entries", shape), lambda: self._subject_window(shape, bodies=False), params)]
+            return self.memories_by_id(settled_entries(entries, settled)) if entries else []
+        rows = self._rows(("recent_subject_memories", shape), lambda: self._subject_window(shape, bodies=True), params)
         return sorted((_decode(ToolMemory, r[0]) for r in rows), key=lambda m: (m.seq, m.id))
+
+    def _subject_window(self, shape: tuple[bool, ...], *, bodies: bool) -> sa.Select[Any]:
+        """The newest ``p_limit`` subject memories among the newest ``p_scan`` of each
+        segment: their bodies (by primary key) or, without ``bodies``, their
+        :class:`SubjectEntry` columns newest first."""
+        t = S.tool_memories
+        scan_p = sa.bindparam("p_scan", type_=sa.Integer())
+        cols = (t.c.id, t.c.seq, t.c.subject_key) if bodies else (t.c.id, t.c.seq, t.c.subject_key, t.c.visibility, t.c.owner_participant_id)
+        windows = []
+        for i, bounded in enumerate(shape):
+            inner = (
+                sa.select(*cols)
+                .where(*_scoped(t), lineage_clause(t, (bounded,), i))
+                .order_by(t.c.seq.desc())
+                .limit(scan_p)
+                .subquery()
+            )
+            windows.append(
+                sa.select(*(c for c in inner.c if c.name != "subject_key" or not bodies)).where(
+                    inner.c.subject_key >= _p("p_lo", t.c.subject_key), inner.c.subject_key < _p("p_hi", t.c.subject_key)
+                )
+            )
+        union = sa.union_all(*windows).subquery()
+        newest_first = (union.c.seq.desc(), union.c.id.desc())
+        limit = sa.bindparam("p_limit", type_=sa.Integer())
+        if not bodies:
+            return sa.select(*union.c).order_by(*newest_first).limit(limit)
+        newest = sa.select(union.c.id).order_by(*newest_first).limit(limit)
+        return _text_body(
+            sa.select(t.c.body).where(
+                t.c.id.in_(newest),
+                t.c.tenant_id.concat("") == _p("p_tenant", t.c.tenant_id),
+                t.c.conversation_id.concat("") == _p("p_conv", t.c.conversation_id),
+            ),
+            self._name,
+        )
 
     # -- small tables ----------------------------------------------------------------
     def rule_bodies(self) -> list[dict[str, Any]]:

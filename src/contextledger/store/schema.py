@@ -185,7 +185,9 @@ tool_memories = sa.Table(
     sa.Column("owner_participant_id", sa.String(64)),
     sa.Column("token_count", sa.Integer, nullable=False, server_default="0"),
     _body(),
-    sa.Index("ix_tool_memories_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
+    # the working set reads subject, visibility and owner of a window from the index
+    # alone (migration 0006)
+    sa.Index("ix_tool_memories_lineage", "tenant_id", "conversation_id", "branch_id", "seq", "subject_key", "visibility", "owner_participant_id", "id"),
     sa.Index("ix_tool_memories_subject", "tenant_id", "conversation_id", "subject_key"),
     sa.Index("ix_tool_memories_artifact", "tenant_id", "conversation_id", "artifact_id"),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,7 +42,13 @@ from contextledger.records.models import (
 )
 from contextledger.store import counters as K
 from contextledger.store import schema as S
-from contextledger.store.base import CAPABILITIES, LineageSegment, Scope, require_scope
+from contextledger.store.base import (
+    CAPABILITIES,
+    LineageSegment,
+    Scope,
+    SubjectEntry,
+    require_scope,
+)
 from contextledger.store.blobs import BlobStore
 
 __all__ = ["ConversationSummary", "SqlStore", "Writer"]
@@ -1311,6 +1317,7 @@ class SqlStore:
         *,
         scan: int = 2000,
         limit: int = 400,
+        settled: Callable[[SubjectEntry], bool] | None = None,
         conn: Connection | None = None,
     ) -> list[ToolMemory]:
         """The newest ``limit`` memories whose ``subject_key`` starts with
@@ -1322,6 +1329,14 @@ class SqlStore:
         unlike a prefix range over the subject index, which reads every matching memory
         of the conversation to sort them.
 
+        ``settled`` (optional): for a reader that needs, per subject, only the newest
+        memory passing a test on its indexed columns (:class:`SubjectEntry`) — the
+        window's entries are read first without bodies, and only the records of each
+        subject newest first up to the first entry ``settled`` accepts are returned
+        (every record of a subject none is accepted for), still in ``(seq, id)`` order.
+        Whatever the reader picks from the full window's newest-first walk it picks
+        from this subset when its test passes at least where ``settled`` does.
+
         Raises:
             ScopeError: no scope.
         """
@@ -1331,8 +1346,8 @@ class SqlStore:
 
         if conn is None:
             with self.reader() as c:
-                return LineageReads(self, c, scope, conversation_id).recent_subject_memories(segments, subject_prefix, scan=scan, limit=limit)
-        return LineageReads(self, conn, scope, conversation_id).recent_subject_memories(segments, subject_prefix, scan=scan, limit=limit)
+                return LineageReads(self, c, scope, conversation_id).recent_subject_memories(segments, subject_prefix, scan=scan, limit=limit, settled=settled)
+        return LineageReads(self, conn, scope, conversation_id).recent_subject_memories(segments, subject_prefix, scan=scan, limit=limit, settled=settled)
 
     def term_matches(
         self, scope: Scope | None, conversation_id: str, terms: Iterable[str], *, per_term: int = 64, conn: Connection | None = None
