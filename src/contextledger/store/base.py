@@ -9,6 +9,7 @@ fact, and a missing scope is a denial (:class:`~contextledger.errors.ScopeError`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from contextledger.errors import ScopeError
 
@@ -49,8 +50,7 @@ class LineageSegment:
     max_seq: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SubjectEntry:
+class SubjectEntry(NamedTuple):
     """The indexed columns of one memory with a ``subject_key`` (no body): what a reader
     can decide on before reading the record (see ``settled`` of
     :meth:`~contextledger.store.sql.SqlStore.recent_subject_memories`).

@@ -52,18 +52,19 @@ from contextledger.store.sql import SqlStore, _decode
 __all__ = ["LineageReads", "settled_entries"]
 
 
-def settled_entries(entries: Sequence[SubjectEntry], settled: Callable[[SubjectEntry], bool]) -> list[str]:
-    """Ids of the entries a reader of ``entries`` (newest first) needs: per subject, its
-    entries newest first up to and including the first one ``settled`` accepts (all of
-    them when none is accepted)."""
+def settled_entries(rows: Sequence[Sequence[Any]], settled: Callable[[SubjectEntry], bool]) -> list[str]:
+    """Ids of the entries a reader of ``rows`` (:class:`SubjectEntry` fields, newest
+    first) needs: per subject, its entries newest first up to and including the first
+    one ``settled`` accepts (all of them when none is accepted).  Rows of a settled
+    subject are skipped unread."""
     done: set[str] = set()
     ids: list[str] = []
-    for e in entries:
-        if e.subject_key in done:
+    for r in rows:
+        if r[2] in done:
             continue
-        ids.append(e.id)
-        if settled(e):
-            done.add(e.subject_key)
+        ids.append(r[0])
+        if settled(SubjectEntry(r[0], int(r[1]), r[2], r[3], r[4])):
+            done.add(r[2])
     return ids
 
 _Build = Callable[[], sa.Select[Any] | sa.CompoundSelect[Any]]
@@ -510,8 +511,9 @@ class LineageReads:
             return []
         params = {**lineage_params(segments), "p_scan": scan, "p_limit": limit, "p_lo": subject_prefix, "p_hi": subject_prefix + "\uffff"}
         if settled is not None:
-            entries = [SubjectEntry(id=r[0], seq=int(r[1]), subject_key=r[2], visibility=r[3], owner_participant_id=r[4]) for r in self._rows(("subject_entries", shape), lambda: self._subject_window(shape, bodies=False), params)]
-            return self.memories_by_id(settled_entries(entries, settled)) if entries else []
+            rows = self._rows(("subject_entries", shape), lambda: self._subject_window(shape, bodies=False), params)
+            ids = settled_entries(rows, settled)
+            return self.memories_by_id(ids) if ids else []
         rows = self._rows(("recent_subject_memories", shape), lambda: self._subject_window(shape, bodies=True), params)
         return sorted((_decode(ToolMemory, r[0]) for r in rows), key=lambda m: (m.seq, m.id))
 
