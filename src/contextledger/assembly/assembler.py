@@ -58,6 +58,7 @@ from contextledger.memory.terms import memory_terms, query_terms
 from contextledger.policy.authority import resolve_authority
 from contextledger.policy.rules import Rule
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
+from contextledger.providers.openai_chat import missing_tool_schema
 from contextledger.records.enums import (
     MessageKind,
     OmissionReason,
@@ -942,16 +943,26 @@ class Assembler:
                 if name not in declared:
                     undeclared_calls[name] = undeclared_calls.get(name, 0) + 1
 
-        def declaration_dropped(p: _Piece) -> bool:
-            """Count ``p``'s calls out (it just left ``chosen``); whether a tool lost its
-            last call."""
-            gone = False
+        def declarations_freed(p: _Piece) -> int | None:
+            """Count ``p``'s calls out (it just left ``chosen``); the tokens of the
+            declarations of tools that lost their last call, from the memos (``None``
+            when one was not counted yet, or no tool is left: the tools block goes)."""
+            freed = 0
             for name in _called_tools(p):
                 left = undeclared_calls.get(name)
-                if left is not None:
-                    undeclared_calls[name] = left - 1
-                    gone = gone or left == 1
-            return gone
+                if left is None:
+                    continue
+                undeclared_calls[name] = left - 1
+                if left != 1:
+                    continue
+                if not declared and not any(undeclared_calls.values()):
+                    return None
+                hit = serial_memo.get(id(missing_tool_schema(name)))
+                c = count_memo.get(id(hit[1])) if hit is not None else None
+                if c is None or c[0] is not hit[1]:  # type: ignore[index]
+                    return None
+                freed += int(c[1])
+            return freed
 
         notes_scratch = ev.quiet()
         ever_lines = {m for n in notes for m in n.memory_ids}
@@ -1021,8 +1032,11 @@ class Assembler:
                         break
                     progressed = True
                     est -= saved
-                    if additive and self._left is not None and declaration_dropped(self._left):
-                        break  # the saving is larger than estimated: count exactly now
+                    if additive and self._left is not None:
+                        freed = declarations_freed(self._left)
+                        if freed is None:
+                            break  # the saving is larger than estimated: count exactly now
+                        est -= freed
                 if not progressed:
                     break
                 if exhausted and additive:

@@ -70,6 +70,7 @@ __all__ = [
     "NeutralTurn",
     "binary_placeholder",
     "declared_tools",
+    "missing_tool_schema",
     "image_bytes",
     "image_placeholder",
     "pair_tool_results",
@@ -290,6 +291,15 @@ def _single_result(message: WireMessage, index: int) -> ToolResultPart:
     return result
 
 
+@functools.lru_cache(maxsize=4096)
+def missing_tool_schema(name: str) -> ToolSchema:
+    """The minimal schema :func:`declared_tools` declares for a called tool the request
+    does not declare: ``ToolSchema(name, description="(schema not recorded)",
+    parameters={"type": "object"})``.  One object per name (memoised), so the
+    serializers' ``memo`` reuses its wire form and count; it must not be mutated."""
+    return ToolSchema(name=name, description=MISSING_SCHEMA_DESCRIPTION, parameters={"type": "object"})
+
+
 def declared_tools(request: NeutralRequest) -> list[ToolSchema]:
     """The tools to declare, sorted by name (stable prefix for prompt caching, seed 001 問題七).
 
@@ -328,11 +338,7 @@ def declared_tools(request: NeutralRequest) -> list[ToolSchema]:
                     f"messages[{i}].parts[{k}]: tool name {part.tool_name!r} does not match {IDENTIFIER_PATTERN.pattern}"
                 )
             if part.tool_name not in by_name:
-                by_name[part.tool_name] = ToolSchema(
-                    name=part.tool_name,
-                    description=MISSING_SCHEMA_DESCRIPTION,
-                    parameters={"type": "object"},
-                )
+                by_name[part.tool_name] = missing_tool_schema(part.tool_name)
     return [by_name[name] for name in sorted(by_name)]
 
 
