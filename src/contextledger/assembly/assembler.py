@@ -27,10 +27,10 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from operator import attrgetter
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.candidates import CandidateSet, collect_candidates
