@@ -224,6 +224,44 @@ def test_bench_rejects_malformed_number_lists(tmp_path: Path) -> None:
         assert "Traceback" not in res.output
 
 
+def test_bench_scale_rejects_non_positive_sizes_and_runs(tmp_path: Path) -> None:
+    for args, needle in (
+        (["--sizes", "-5"], "--sizes: expected comma-separated whole numbers of at least 1"),
+        (["--sizes", "0,10"], "--sizes: expected comma-separated whole numbers of at least 1"),
+        (["--sizes", ","], "--sizes: expected comma-separated whole numbers of at least 1"),
+        (["--sizes", "10", "--runs", "0"], "runs must be at least 1"),
+        (["--sizes", "10", "--runs", "-3"], "runs must be at least 1"),
+    ):
+        res = runner.invoke(app, ["bench", "scale", "--shape", "pipeline", *args, "--out", str(tmp_path / "out")])
+        assert res.exit_code == 1, res.output
+        assert needle in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_demo_never_deletes_a_folder_it_did_not_make(tmp_path: Path) -> None:
+    """``--home H``: the demo writes ``H/demo``; a ``H/demo`` the user made is left alone
+    (clear error, nothing deleted); a folder an earlier demo made is replaced, and the
+    data directory line says how to explain the printed assembly."""
+    mine = tmp_path / "demo"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    code, out = cli(tmp_path, "demo")
+    assert code == 1 and "was not made by `contextledger demo`" in out and "Traceback" not in out
+    assert (mine / "notes.txt").read_text() == "mine"
+    (mine / "notes.txt").unlink()
+    mine.rmdir()
+    code, out = cli(tmp_path, "demo", "--json")
+    assert code == 0, out
+    first = json.loads(out)
+    assert first["data_dir"] == str(mine) and (mine / ".contextledger-demo").is_file()
+    code, out = cli(tmp_path, "demo")
+    assert code == 0, out
+    assert f"contextledger --home {mine} explain asm_" in out.replace("\n", "")
+    # the earlier demo's ledger was replaced: its assembly is gone, the new one explains
+    code, out = cli(mine, "explain", first["assembly"]["assembly_id"])
+    assert code == 1 and "Traceback" not in out
+
+
 def test_bench_without_the_bench_extras_says_what_to_install(tmp_path: Path) -> None:
     """A missing optional dependency (here autogen-core, shadowed by a module that cannot
     be imported) gives one line naming the extra, exit status 1, no traceback."""

@@ -73,7 +73,7 @@ _REASON_TEXT = {
     "stale": "reduced to a stale marker line, or left out when the policy omits stale records",
     "superseded": "superseded by a newer memory",
     "budget": "did not fit the token budget",
-    "outside_window": "older than the candidate window (budget_tokens // 40 messages, at most candidates.recent_window); only recalled evidence reaches further back",
+    "outside_window": "older than the candidate window (budget_tokens // 50 messages, at least 40, at most candidates.recent_window); only recalled evidence reaches further back",
     "retention_deleted": "payload deleted by retention",
     "runtime_only": "runtime-only (progress, meta, thinking)",
     "replaced_by_memory": "raw result replaced by its compact memory",

@@ -185,8 +185,12 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
     module docstring).
 
     Raises:
-        InputError: unknown ``shape``.
+        InputError: unknown ``shape``, ``n`` or ``runs`` below 1.
     """
+    from contextledger.errors import InputError
+
+    if n < 1 or runs < 1:
+        raise InputError(f"a scale point needs at least 1 artifact and 1 timed run, got n={n}, runs={runs}")
     conv_id, seconds = build_shape(ledger, n, shape)
     if ledger.store.dialect == "postgresql":
         # planner statistics for the new rows (what autovacuum's analyze gives a server
@@ -234,13 +238,18 @@ def run_scale(
     database at ``pg_url``, one conversation per shape and size).
 
     Raises:
-        InputError: an unknown shape or backend, ``"postgresql"`` without ``pg_url``.
+        InputError: an unknown shape or backend, ``"postgresql"`` without ``pg_url``,
+            ``runs`` below 1, no size or a size below 1.
         BackendError: an unreachable ``pg_url``.
     """
     from contextledger.errors import InputError
 
     for shape in shapes:
         _check_shape(shape)
+    if runs < 1:
+        raise InputError(f"runs must be at least 1 timed assembly, got {runs}")
+    if not sizes or min(sizes) < 1:
+        raise InputError(f"sizes must be artifact counts of at least 1, got {list(sizes)}")
     points: list[ScalePoint] = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         for backend, shape, n in [(b, s, n) for b in backends for s in shapes for n in sizes]:

@@ -26,7 +26,7 @@ _DEFAULT_OUT = Path("bench-results")
 
 
 def _ints(text: str, option: str) -> list[int]:
-    """Comma-separated whole numbers of ``option``.
+    """Comma-separated positive whole numbers of ``option`` (at least one).
 
     Raises:
         InputError: anything else.
@@ -34,9 +34,12 @@ def _ints(text: str, option: str) -> list[int]:
     from contextledger.errors import InputError
 
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise InputError(f"{option}: expected comma-separated whole numbers of at least 1, got {text!r}")
+    return values
 
 
 @contextlib.contextmanager

@@ -210,6 +210,9 @@ def rehydrate_cmd(
 
 
 # -- demo -----------------------------------------------------------------------------------
+DEMO_MARKER = ".contextledger-demo"
+"""File that marks a data directory made by ``demo`` (only such a folder is replaced)."""
+
 @app.command("demo")
 def demo_cmd(
     budget: Annotated[int, typer.Option("--budget", help="Token budget.")] = 4000,
@@ -222,12 +225,18 @@ def demo_cmd(
     from contextledger.ledger import Ledger
 
     home = Path(state.home) / "demo" if state.home else Path(tempfile.mkdtemp(prefix="contextledger-demo-"))
-    if home.exists() and state.home:
+    if state.home and home.exists():
+        # only a folder an earlier demo made (it carries the marker) is replaced; anything
+        # else at that path is the user's and is never touched
+        if not (home / DEMO_MARKER).is_file():
+            with fail_cleanly(as_json):
+                raise InputError(f"{home} exists and was not made by `contextledger demo`; it is left alone — move it or pick another --home")
         shutil.rmtree(home)
     with fail_cleanly(as_json):
         src = resources.files("contextledger.data").joinpath("demo-session.jsonl")
         with resources.as_file(src) as path:
             ledger = Ledger.open(home=home)
+            (home / DEMO_MARKER).write_text("made by `contextledger demo`; the next demo with the same --home replaces this folder\n")
             with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console, disable=as_json, transient=True) as progress:
                 t = progress.add_task("importing the bundled Claude Code session", total=3)
                 imp = ledger.import_file(path)
@@ -251,7 +260,7 @@ def demo_cmd(
     console.print()
     console.print(render_explanation(expl), soft_wrap=True, markup=False)
     if keep or state.home:
-        console.print(f"\ndata directory: {home}")
+        console.print(f"\ndata directory: {home} (per-record decisions: contextledger --home {home} explain {res.record.id} --json)")
     if problems:
         raise typer.Exit(1)
 
