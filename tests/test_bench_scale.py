@@ -56,6 +56,10 @@ def test_sqlite_candidate_set_is_bounded() -> None:
     report = build_report("scale", [], scale=[p.as_dict() for p in points])
     assert "| sqlite | pipeline | 1000 |" in markdown(report)
     assert all(p.shape == "pipeline" for p in points)
+    # the candidate set a 4,000-token request reads (window of 80 messages, not the
+    # policy's full 200), and the machine's speed next to each point
+    assert 80 <= large.candidate_messages < 200
+    assert all(p.calibration_ms > 0 for p in points) and "| calibration ms |" in markdown(report)
 
 
 def test_postgresql_point(pg_url: str, tmp_path: Path) -> None:

@@ -91,7 +91,7 @@ if TYPE_CHECKING:
     from contextledger.ledger import Ledger
     from contextledger.policy.model import Policy
 
-__all__ = ["ASSEMBLER_VERSION", "Assembler", "AssemblyResult"]
+__all__ = ["ASSEMBLER_VERSION", "Assembler", "AssemblyResult", "candidate_limits"]
 
 ASSEMBLER_VERSION = "contextledger-assembler/0.1.0"
 """Recorded on every assembly; bumped whenever selection logic changes."""
@@ -187,6 +187,22 @@ AUTO_EXACT_MAX_MESSAGES = 1000
 """``replay="auto"`` counts the replay exactly up to this many lineage messages."""
 
 
+def candidate_limits(policy: Policy, budget: int) -> tuple[int, int, int]:
+    """``(recent_window, max_candidates, recovery_window)`` of the candidate set of a
+    request of ``budget`` tokens: the newest ``budget // 50`` messages (at least 40, at
+    most ``candidates.recent_window``) — a shaped exchange costs ~100 tokens for its two
+    messages, so about that many recent messages could be shown at all; older history
+    reaches the request as evidence lines (newest memories, term recall, recovery) —
+    the newest ``budget // 25`` memories (at least 50, at most
+    ``candidates.max_candidates``: more lines cannot fit), and the newest
+    ``max(16, 4 × recovery.max_failed_kept)`` failed calls."""
+    return (
+        min(policy.candidates.recent_window, max(40, budget // 50)),
+        min(policy.candidates.max_candidates, max(50, budget // 25)),
+        max(16, 4 * policy.recovery.max_failed_kept),
+    )
+
+
 def _called_tools(p: _Piece) -> tuple[str, ...]:
     """Tool names of the calls ``p`` sends (one entry per call)."""
     if p.unit is None or not p.unit.calls:
@@ -244,14 +260,10 @@ class Assembler:
         if now is not None and now.tzinfo is None:
             raise InputError("now must be timezone-aware (e.g. 2026-01-01T00:00:00Z)")
         t0 = time.perf_counter()
-        # bounded by what the budget can hold: a shaped exchange costs ~100 tokens for its
-        # two messages, so ~budget/50 recent messages could be shown at all; older history
-        # reaches the request as evidence lines (newest memories, term recall, recovery)
+        recent_window, max_candidates, recovery_window = candidate_limits(self.policy, budget)
         cands = collect_candidates(
             self.store, scope, conversation_id, branch_id,
-            recent_window=min(self.policy.candidates.recent_window, max(40, budget // 50)),
-            max_candidates=min(self.policy.candidates.max_candidates, max(50, budget // 25)),
-            recovery_window=max(16, 4 * self.policy.recovery.max_failed_kept),
+            recent_window=recent_window, max_candidates=max_candidates, recovery_window=recovery_window,
         )
         if now is None:
             now = self._default_now(cands)

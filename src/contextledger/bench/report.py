@@ -13,7 +13,8 @@ Markdown: for ``scenarios`` and ``real``, one pivot table per history multiplier
 (rows = cases, columns = strategies, a cell = reduction, recall, leaks and ✗ when the
 payload is provider-invalid) plus contextledger's detail table (tokens, must-see tokens,
 floor ratio, what was missing or leaked); for ``scale``, the latency and throughput table
-(one row per backend × history shape × size; a row without ``shape`` is ``pipeline``).
+(one row per backend × history shape × size; a row without ``shape`` is ``pipeline``;
+"calibration ms" is the machine's speed just before the point, ``ScalePoint.calibration_ms``).
 """
 
 from __future__ import annotations
@@ -130,13 +131,14 @@ def detail_table(rows: Sequence[Mapping[str, Any]], strategy: str = CONTEXTLEDGE
 
 def _scale_table(report: Mapping[str, Any]) -> str:
     lines = [
-        "| backend | shape | artifacts | p50 ms | p95 ms | p99 ms | peak KiB | candidates | record/s (inline) | record/s (blobs) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| backend | shape | artifacts | p50 ms | p95 ms | p99 ms | peak KiB | candidates | record/s (inline) | record/s (blobs) | calibration ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in report.get("scale", []):
+        calib = p.get("calibration_ms")
         lines.append(
             f"| {p['backend']} | {p.get('shape', 'pipeline')} | {p['artifacts']} | {p['p50_ms']:.2f} | {p['p95_ms']:.2f} | {p['p99_ms']:.2f} | {p['peak_bytes'] / 1024:.0f} | "
-            f"{p.get('candidate_messages', '')} | {p['record_per_s']:.0f} | {p.get('record_blob_per_s', 0):.0f} |"
+            f"{p.get('candidate_messages', '')} | {p['record_per_s']:.0f} | {p.get('record_blob_per_s', 0):.0f} | {f'{calib:.1f}' if calib else ''} |"
         )
     return "\n".join(lines)
 

@@ -41,11 +41,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from contextledger.assembly.assembler import candidate_limits
 from contextledger.assembly.candidates import collect_candidates
 from contextledger.ledger import Ledger
 from contextledger.records.enums import RuntimeKind, Visibility
 
-__all__ = ["DEFAULT_SIZES", "SHAPES", "ScalePoint", "build_history", "build_shape", "measure_point", "run_scale", "scale_now"]
+__all__ = ["DEFAULT_SIZES", "SHAPES", "ScalePoint", "build_history", "build_shape", "calibration_ms", "measure_point", "run_scale", "scale_now"]
 
 DEFAULT_SIZES = (100, 1_000, 10_000, 100_000)
 """Artifact counts of the full scale run."""
@@ -60,7 +61,9 @@ _BUDGET = 4000
 @dataclass(kw_only=True)
 class ScalePoint:
     """One backend × shape × size measurement (times in ms, memory in bytes, rates per
-    second); ``shape`` is one of :data:`SHAPES`."""
+    second); ``shape`` is one of :data:`SHAPES`; ``candidate_messages`` is the candidate
+    set of a request of the measured budget; ``calibration_ms`` is
+    :func:`calibration_ms` taken just before the timed assemblies."""
 
     backend: str
     artifacts: int
@@ -77,10 +80,27 @@ class ScalePoint:
     record_blob_per_s: float
     replay_estimated: bool = True
     shape: str = "pipeline"
+    calibration_ms: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
         return asdict(self)
+
+
+def calibration_ms(loops: int = 1_000_000, repeats: int = 5) -> float:
+    """How fast this machine runs Python right now: the median wall time (ms) of
+    ``repeats`` runs of a fixed pure-Python loop of ``loops`` multiply-adds.  A shared or
+    virtual 2-core machine changes speed from minute to minute; this number, taken next
+    to each scale point, lets rows of different runs be compared (``p50_ms`` divided by
+    it)."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        s = 0
+        for i in range(loops):
+            s += i * i
+        times.append((time.perf_counter() - t0) * 1000)
+    return round(statistics.median(times), 2)
 
 
 def _payload(i: int, size: int) -> str:
@@ -200,6 +220,7 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
         with ledger.store.engine.connect() as c:
             c.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
     now = scale_now(n, shape)
+    calibration = calibration_ms()
     times: list[float] = []
     res = None
     for _ in range(runs + 2):
@@ -211,8 +232,8 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
     ledger.assemble(conv_id, provider="openai-chat", budget_tokens=_BUDGET, now=now, persist=False, replay="estimate")
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    pol = ledger.policy
-    cands = collect_candidates(ledger.store, ledger.scope(), conv_id, None, recent_window=pol.candidates.recent_window, max_candidates=pol.candidates.max_candidates)
+    window, most, failed = candidate_limits(ledger.policy, _BUDGET)
+    cands = collect_candidates(ledger.store, ledger.scope(), conv_id, None, recent_window=window, max_candidates=most, recovery_window=failed)
     assert res is not None
     return ScalePoint(
         backend=backend, artifacts=n, runs=runs, p50_ms=round(_pct(times, 0.5), 3), p95_ms=round(_pct(times, 0.95), 3),
@@ -220,7 +241,7 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
         candidate_messages=len(cands.messages), assembled_tokens=res.record.assembled_tokens,
         replay_tokens_estimate=res.record.replay_tokens, record_per_s=round(n / seconds, 1),
         record_blob_per_s=round(_blob_rate(ledger, blob_records if blob_records is not None else min(n, 1000)), 1),
-        shape=shape,
+        shape=shape, calibration_ms=calibration,
     )
 
 
