@@ -119,7 +119,7 @@ def assemble_cmd(
     participant: Annotated[str | None, typer.Option("--participant", help="Participant id or name to assemble for.")] = None,
     provider: Annotated[str, typer.Option("--provider", help="openai-chat | anthropic")] = "openai-chat",
     budget: Annotated[int | None, typer.Option("--budget", help="Token budget (default from the policy).")] = None,
-    now: Annotated[str | None, typer.Option("--now", help="Evaluation time, ISO 8601 (default: now).")] = None,
+    now: Annotated[str | None, typer.Option("--now", help="Evaluation time, ISO 8601 (default: for an imported conversation the time of its newest record, else the current time).")] = None,
     policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML file (default: bundled).")] = None,
     trace: Annotated[bool, typer.Option("--trace", help="Keep and show every candidate's decision chain.")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the JSON result to this file.")] = None,
