@@ -104,61 +104,62 @@ def test_stepwise_upgrade_keeps_rows_and_downgrade_round_trips(backend_url: str)
         engine.dispose()
 
 
-def test_role_kind_index_added_on_0004_and_dropped_on_downgrade(backend_url: str) -> None:
+_Index = tuple[str, tuple[str, ...], bool]
+
+
+def _index_step_round_trip(
+    backend_url: str, before: str, table: str, row_sql: str, select_sql: str, row: tuple[Any, ...], added: _Index, kept: _Index | None = None, dropped: _Index | None = None
+) -> None:
+    """Upgrade to ``before``, insert a row, upgrade to head: ``added`` (and ``kept``) are
+    on ``table`` and ``dropped`` is not, the row is intact; downgrade to ``before``: back
+    as it was; upgrade again matches the metadata."""
     engine = _make_engine(backend_url)
-    role_kind = ("ix_messages_role_kind", ("tenant_id", "conversation_id", "role", "kind", "branch_id", "seq"), False)
     try:
-        upgrade(engine, "0004_memory_terms")
-        assert role_kind not in _indexes(engine)["messages"]
+        upgrade(engine, before)
+        assert added not in _indexes(engine)[table]
+        assert dropped is None or dropped in _indexes(engine)[table]
         with engine.begin() as conn:
-            conn.execute(sa.text(
-                "INSERT INTO messages (id, tenant_id, conversation_id, branch_id, seq, role, kind, visibility, token_count, body) "
-                "VALUES ('msg_1', 'acme', 'conv_1', 'br_1', 1, 'system', 'progress', 'branch', 3, '{}')"
-            ))
+            conn.execute(sa.text(row_sql))
         upgrade(engine)
         assert current_revision(engine) == HEAD
-        assert role_kind in _indexes(engine)["messages"]
-        assert ("ix_messages_role", ("tenant_id", "conversation_id", "role", "branch_id", "seq"), False) in _indexes(engine)["messages"]
+        assert added in _indexes(engine)[table]
+        assert kept is None or kept in _indexes(engine)[table]
+        assert dropped is None or dropped not in _indexes(engine)[table]
         with engine.connect() as conn:
-            assert conn.execute(sa.text("SELECT id, role, kind, seq FROM messages")).all() == [("msg_1", "system", "progress", 1)]
+            assert conn.execute(sa.text(select_sql)).all() == [row]
         cfg = alembic_config()
         with engine.begin() as conn:
             cfg.attributes["connection"] = conn
-            command.downgrade(cfg, "0004_memory_terms")
-        assert current_revision(engine) == "0004_memory_terms"
-        assert role_kind not in _indexes(engine)["messages"]
+            command.downgrade(cfg, before)
+        assert current_revision(engine) == before
+        assert added not in _indexes(engine)[table]
+        assert dropped is None or dropped in _indexes(engine)[table]
         upgrade(engine)
         assert _diffs(engine) == []
     finally:
         engine.dispose()
+
+
+def test_role_kind_index_added_on_0004_and_dropped_on_downgrade(backend_url: str) -> None:
+    _index_step_round_trip(
+        backend_url, "0004_memory_terms", "messages",
+        "INSERT INTO messages (id, tenant_id, conversation_id, branch_id, seq, role, kind, visibility, token_count, body) "
+        "VALUES ('msg_1', 'acme', 'conv_1', 'br_1', 1, 'system', 'progress', 'branch', 3, '{}')",
+        "SELECT id, role, kind, seq FROM messages", ("msg_1", "system", "progress", 1),
+        added=("ix_messages_role_kind", ("tenant_id", "conversation_id", "role", "kind", "branch_id", "seq"), False),
+        kept=("ix_messages_role", ("tenant_id", "conversation_id", "role", "branch_id", "seq"), False),
+    )
 
 
 def test_memory_lineage_index_covers_the_working_set_on_0006(backend_url: str) -> None:
-    engine = _make_engine(backend_url)
-    old = ("ix_tool_memories_lineage", ("tenant_id", "conversation_id", "branch_id", "seq"), False)
-    new = ("ix_tool_memories_lineage", ("tenant_id", "conversation_id", "branch_id", "seq", "subject_key", "visibility", "owner_participant_id", "id"), False)
-    try:
-        upgrade(engine, "0005_messages_role_kind")
-        assert old in _indexes(engine)["tool_memories"]
-        with engine.begin() as conn:
-            conn.execute(sa.text(
-                "INSERT INTO tool_memories (id, tenant_id, conversation_id, branch_id, seq, subject_key, resolution_state, "
-                "visibility, token_count, body) VALUES ('mem_1', 'acme', 'conv_1', 'br_1', 3, 'file:a.py', 'current', 'branch', 4, '{}')"
-            ))
-        upgrade(engine)
-        assert current_revision(engine) == HEAD
-        assert new in _indexes(engine)["tool_memories"] and old not in _indexes(engine)["tool_memories"]
-        with engine.connect() as conn:
-            assert conn.execute(sa.text("SELECT id, subject_key, seq FROM tool_memories")).all() == [("mem_1", "file:a.py", 3)]
-        cfg = alembic_config()
-        with engine.begin() as conn:
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, "0005_messages_role_kind")
-        assert old in _indexes(engine)["tool_memories"] and new not in _indexes(engine)["tool_memories"]
-        upgrade(engine)
-        assert _diffs(engine) == []
-    finally:
-        engine.dispose()
+    _index_step_round_trip(
+        backend_url, "0005_messages_role_kind", "tool_memories",
+        "INSERT INTO tool_memories (id, tenant_id, conversation_id, branch_id, seq, subject_key, resolution_state, "
+        "visibility, token_count, body) VALUES ('mem_1', 'acme', 'conv_1', 'br_1', 3, 'file:a.py', 'current', 'branch', 4, '{}')",
+        "SELECT id, subject_key, seq FROM tool_memories", ("mem_1", "file:a.py", 3),
+        added=("ix_tool_memories_lineage", ("tenant_id", "conversation_id", "branch_id", "seq", "subject_key", "visibility", "owner_participant_id", "id"), False),
+        dropped=("ix_tool_memories_lineage", ("tenant_id", "conversation_id", "branch_id", "seq"), False),
+    )
 
 
 def _upgrade_in_process(url: str, start: Any, out: Any) -> None:
