@@ -74,6 +74,35 @@ def test_postgresql_point(pg_url: str, tmp_path: Path) -> None:
     assert [p.name for p in paths] == ["bench-scale.json", "bench-scale.md", "bench-scale-latency.png"]
 
 
+def test_postgresql_recording_gets_planner_statistics_meanwhile(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a PostgreSQL history is recorded, ``ANALYZE`` runs every
+    ``ANALYZE_EVERY_S`` seconds (as autovacuum would): the tables have statistics before
+    the recording ends.  Here every 0.2 s over a recording of a few seconds."""
+    import sqlalchemy as sa
+
+    from contextledger.bench import scale
+
+    monkeypatch.setattr(scale, "ANALYZE_EVERY_S", 0.2)
+    led = Ledger.open(pg_url, blobs=tmp_path / "blobs")
+    try:
+        with led.store.engine.connect() as c:
+            before = c.execute(sa.text("SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'tool_calls' AND last_analyze IS NOT NULL")).scalar_one()
+        analyzed: list[int] = []
+        original = scale.build_shape
+
+        def build_and_look(ledger: Ledger, n: int, shape: str = "pipeline") -> tuple[str, float]:
+            out = original(ledger, n, shape)
+            with ledger.store.engine.connect() as c:  # still inside the recording
+                analyzed.append(c.execute(sa.text("SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'tool_calls' AND last_analyze IS NOT NULL")).scalar_one())
+            return out
+
+        monkeypatch.setattr(scale, "build_shape", build_and_look)
+        scale.measure_point(led, "postgresql", 60, runs=1, blob_records=1)
+    finally:
+        led.close()
+    assert before == 0 and analyzed == [1]
+
+
 def test_unknown_backend_is_refused() -> None:
     from contextledger.errors import InputError
 

@@ -10,8 +10,9 @@ budget, fixed ``now``, not persisted, ``replay="estimate"`` — the exact replay
 10⁵-artifact history would dominate the measurement, so scale rows are labelled
 ``replay_estimated``) and p50/p95/p99 latency (ms) are taken, plus the peak of Python
 allocations during one extra assembly (``tracemalloc``, bytes) and the size of the
-bounded candidate set (messages).  On PostgreSQL the history is ``ANALYZE``d before
-timing (planner statistics, as autovacuum provides on a running server).
+bounded candidate set (messages).  On PostgreSQL the history is ``ANALYZE``d every
+30 s while it is recorded and once before timing (planner statistics, as autovacuum
+provides on a running server).
 
 Two history shapes (``shape``): ``"pipeline"`` (above: one tool, no file memories) and
 ``"coding"`` (:mod:`contextledger.bench.scale_coding`: a coding agent reading, searching,
@@ -31,12 +32,14 @@ and latency flat in ``n``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import tempfile
+import threading
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -181,6 +184,38 @@ def scale_now(n: int, shape: str = "pipeline") -> datetime:
     return _T0 + timedelta(days=1)
 
 
+ANALYZE_EVERY_S = 30.0
+"""Seconds between the ``ANALYZE`` runs of a PostgreSQL recording (see
+:func:`_planner_statistics`)."""
+
+
+@contextlib.contextmanager
+def _planner_statistics(ledger: Ledger) -> Iterator[None]:
+    """On PostgreSQL, ``ANALYZE`` every :data:`ANALYZE_EVERY_S` seconds while the body
+    runs, on its own connection — what autovacuum does on a server that has it on (the
+    benchmark machine's server runs with ``autovacuum = off``).  Without statistics the
+    planner may read a lookup by call id through another ``(tenant, conversation, …)``
+    index and filter the whole conversation, so recording would slow down with the
+    history for a reason no deployed server has.  Nothing on SQLite."""
+    if ledger.store.dialect != "postgresql":
+        yield
+        return
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(ANALYZE_EVERY_S):
+            with ledger.store.engine.connect() as c:
+                c.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
+
+    worker = threading.Thread(target=loop, name="bench-analyze", daemon=True)
+    worker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        worker.join()
+
+
 def _blob_rate(ledger: Ledger, n: int) -> float:
     rec = ledger.recorder()
     conv = rec.start_conversation(title="blob throughput")
@@ -214,7 +249,8 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
 
     if n < 1 or runs < 1:
         raise InputError(f"a scale point needs at least 1 artifact and 1 timed run, got n={n}, runs={runs}")
-    conv_id, seconds = build_shape(ledger, n, shape)
+    with _planner_statistics(ledger):
+        conv_id, seconds = build_shape(ledger, n, shape)
     if ledger.store.dialect == "postgresql":
         # planner statistics for the new rows (what autovacuum's analyze gives a server
         # that has run a while); without them PostgreSQL guesses one row per table and
