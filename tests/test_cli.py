@@ -84,6 +84,7 @@ MALFORMED = {
     "empty.jsonl": (b"", "file is empty"),
     "binary.json": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
     "wrong-shape.json": (json.dumps({"foo": [1, 2]}).encode(), "expected"),
+    "no-messages.json": (json.dumps({"messages": []}).encode(), "holds no messages"),
 }
 
 
@@ -149,6 +150,16 @@ def test_fifty_megabyte_tool_output(tmp_path: Path) -> None:
     assert art.size_bytes == len(big.encode()) and art.blob_key is not None
     assert led.rehydrate(art.id) == big.encode()
     led.close()
+
+
+def test_importing_the_same_file_again_reports_the_conversation_not_zero_counts(tmp_path: Path) -> None:
+    code, first = cli(tmp_path, "import", str(TAU))
+    assert code == 0 and first.startswith("imported: ")
+    code, again = cli(tmp_path, "import", str(TAU))
+    assert code == 0
+    conv = conversations(tmp_path)
+    assert len(conv) == 1 and f"already imported: {TAU}" in again.replace("\n", "") and str(conv[0]["conversation_id"]) in again.replace("\n", "")
+    assert "0 messages" not in again and "note: already imported: same content key; nothing written" in again.replace("\n", " ")
 
 
 def test_unknown_ids_are_clean_errors(tmp_path: Path) -> None:

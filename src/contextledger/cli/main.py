@@ -73,12 +73,15 @@ def import_cmd(
         emit_json(results + failures if failures else results)
     else:
         for r in results:
-            status = "imported" if r["created"] else "already imported"
-            console.print(
-                f"{status}: {r['path']} → [bold]{r['conversation_id']}[/bold] ({r['format']}): "
-                f"{r['messages']} messages, {r['tool_calls']} tool calls, {r['artifacts']} artifacts, "
-                f"{r['pending_calls']} pending, {r['branches']} branch{'' if r['branches'] == 1 else 'es'}"
-            )
+            if not r["created"]:
+                # nothing was written: the counts of this call are zero, the conversation's are not
+                console.print(f"already imported: {r['path']} → [bold]{r['conversation_id']}[/bold] ({r['format']})")
+            else:
+                console.print(
+                    f"imported: {r['path']} → [bold]{r['conversation_id']}[/bold] ({r['format']}): "
+                    f"{r['messages']} messages, {r['tool_calls']} tool calls, {r['artifacts']} artifacts, "
+                    f"{r['pending_calls']} pending, {r['branches']} branch{'' if r['branches'] == 1 else 'es'}"
+                )
             for n in r["notes"][:10]:
                 console.print(f"  note: {n}", soft_wrap=True)
             if len(r["notes"]) > 10:

@@ -105,7 +105,8 @@ def import_path(ledger: Ledger, path: Path, *, format: str, scope: Scope, trust_
     """Parse ``path`` with the importers and load it (see module docstring).
 
     Raises:
-        ImportFormatError: unreadable or malformed file.
+        ImportFormatError: unreadable or malformed file, or a transcript without a single
+            message (``{"messages": []}``: nothing to import, nothing written).
     """
     from contextledger.ingest.importers import parse_file
 
@@ -114,6 +115,8 @@ def import_path(ledger: Ledger, path: Path, *, format: str, scope: Scope, trust_
     if path.is_dir():
         raise ImportFormatError(str(path), None, "is a folder; give a transcript file")
     transcript = parse_file(path, format)
+    if not transcript.messages:
+        raise ImportFormatError(str(path), None, f"holds no messages ({transcript.format}): nothing to import")
     return load_transcript(ledger, transcript, scope=scope, trust_system_prompt=trust_system_prompt)
 
 
