@@ -189,6 +189,12 @@ ANALYZE_EVERY_S = 30.0
 :func:`_planner_statistics`)."""
 
 
+def _analyze(ledger: Ledger) -> None:
+    """``ANALYZE`` the whole PostgreSQL database of ``ledger`` (outside a transaction)."""
+    with ledger.store.engine.connect() as c:
+        c.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
+
+
 @contextlib.contextmanager
 def _planner_statistics(ledger: Ledger) -> Iterator[None]:
     """On PostgreSQL, ``ANALYZE`` every :data:`ANALYZE_EVERY_S` seconds while the body
@@ -204,8 +210,7 @@ def _planner_statistics(ledger: Ledger) -> Iterator[None]:
 
     def loop() -> None:
         while not stop.wait(ANALYZE_EVERY_S):
-            with ledger.store.engine.connect() as c:
-                c.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
+            _analyze(ledger)
 
     worker = threading.Thread(target=loop, name="bench-analyze", daemon=True)
     worker.start()
@@ -256,8 +261,7 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
         # that has run a while); without them PostgreSQL guesses one row per table and
         # picks the (tenant, conversation) prefix of any index.  SQLite runs without
         # statistics, as an embedded ledger does.
-        with ledger.store.engine.connect() as c:
-            c.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
+        _analyze(ledger)
     now = scale_now(n, shape)
     calibration = calibration_ms()
     times: list[float] = []
