@@ -23,7 +23,7 @@ demo: $(VENV)/.installed-core
 	$(BIN)/contextledger demo
 
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests
