@@ -19,7 +19,7 @@ from contextledger.store.migrate import alembic_config, current_revision, head_r
 from contextledger.store.schema import metadata
 from contextledger.store.sql import _make_engine
 
-HEAD = "0006_memory_lineage_covering"
+HEAD = "0007_service_keys_blobs"
 
 
 def _diffs(engine: sa.Engine) -> list[Any]:
@@ -200,4 +200,4 @@ def test_each_revision_file_is_reachable(revision: str) -> None:
 
     script = ScriptDirectory.from_config(alembic_config())
     assert script.get_revision(revision) is not None
-    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0005_messages_role_kind", "0004_memory_terms", "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]
+    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0006_memory_lineage_covering", "0005_messages_role_kind", "0004_memory_terms", "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]

@@ -12,6 +12,7 @@ requests and explains them::
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ from contextledger.config import LedgerConfig, resolve_config
 from contextledger.records.enums import RuntimeKind
 from contextledger.records.models import Message, ToolArtifact, ToolMemory
 from contextledger.store.base import Scope
-from contextledger.store.blobs import LocalBlobStore
+from contextledger.store.blobs import LocalBlobStore, SqlBlobStore
 from contextledger.store.sql import SqlStore, Writer
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ class Ledger:
     def open(cls, db: str | None = None, *, home: str | Path | None = None, blobs: str | Path | None = None, policy: Policy | None = None) -> Ledger:
         """Open (creating and migrating if needed) the ledger at ``db`` / ``home``.
 
-        See :func:`contextledger.config.resolve_config` for how locations resolve.
+        See :func:`contextledger.config.resolve_config` for how locations resolve.  A
+        PostgreSQL ledger keeps its blobs in the database (shared by every process and
+        host) unless ``blobs`` or ``CONTEXTLEDGER_BLOBS`` names a folder.
 
         Raises:
             BackendError: the database cannot be opened, or its folder or blob folder
@@ -81,6 +84,10 @@ class Ledger:
             raise BackendError(f"cannot open the database {shown!r}: {reason.strip().splitlines()[0] if reason.strip() else type(exc).__name__}") from None
         except OSError as exc:  # the home or blob folder cannot be created or written
             raise BackendError(f"cannot open the ledger at {shown!r}: {exc.strerror or exc} ({exc.filename})") from None
+        if store.dialect == "postgresql" and not (blobs or os.environ.get("CONTEXTLEDGER_BLOBS")):
+            # shared by every worker and host; blobs an earlier version wrote to the local
+            # folder stay readable
+            store.blobs = SqlBlobStore(store.engine, fallback=LocalBlobStore(cfg.blob_root))
         return cls(store, policy=policy)
 
     def close(self) -> None:

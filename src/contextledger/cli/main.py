@@ -269,11 +269,12 @@ def demo_cmd(
 
 
 def _register_groups() -> None:
-    from contextledger.cli import bench_cmd, compact_cmd, policy_cmd
+    from contextledger.cli import bench_cmd, compact_cmd, policy_cmd, serve_cmd
 
     app.add_typer(policy_cmd.app, name="policy")
     app.add_typer(compact_cmd.app, name="compact")
     app.add_typer(bench_cmd.app, name="bench")
+    serve_cmd.register(app)
 
 
 _register_groups()

@@ -306,5 +306,31 @@ memory_terms = sa.Table(
     sa.Index("ix_memory_terms_term", "tenant_id", "conversation_id", "term", "seq"),
 )
 
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    # Service API keys (``contextledger keys create``): only the sha256 of a key is kept;
+    # a request's key is looked up by its hash and maps to one tenant.
+    _id(),
+    _tenant(),
+    sa.Column("key_hash", sa.String(80), nullable=False),
+    sa.Column("created_at", sa.String(40), nullable=False),
+    sa.Column("revoked_at", sa.String(40)),
+    _body(),
+    sa.Index("ux_api_keys_hash", "key_hash", unique=True),
+    sa.Index("ix_api_keys_tenant", "tenant_id"),
+)
+
+blobs = sa.Table(
+    "blobs",
+    metadata,
+    # The shared blob store of a PostgreSQL ledger (``store/blobs.py`` ``SqlBlobStore``):
+    # content addressed like the local folder, so it has no tenant column; every service
+    # worker and host reads the same payloads.  Only PostgreSQL ledgers write here.
+    sa.Column("key", sa.String(80), primary_key=True),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+)
+
 TABLES = {t.name: t for t in metadata.sorted_tables}
 """Every table by name."""

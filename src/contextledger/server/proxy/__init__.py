@@ -1,0 +1,20 @@
+"""The provider-compatible proxy: ``POST /v1/chat/completions``, ``/v1/responses`` and
+``/v1/messages`` accept exactly what the provider accepts (see :mod:`.pipeline`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from contextledger.server.proxy.openai_chat import OpenAIChatDialect
+from contextledger.server.proxy.pipeline import handle
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["proxy"])
+_CHAT = OpenAIChatDialect()
+
+
+@router.post("/chat/completions", summary="OpenAI Chat Completions, with assembled context", openapi_extra={"requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}})
+async def chat_completions(request: Request) -> Response:
+    return await handle(request, _CHAT)

@@ -1,0 +1,244 @@
+"""The proxy's path for one request (issue "Drop-in", steps 1–5).
+
+1. identify the conversation (:func:`~.reconcile.conversation_for`);
+2. record what of the client's history is new (:func:`~.reconcile.record_chain`: once,
+   forks for changed history, raw tool results as artifacts first);
+3. assemble under the policy with the request's own tools and budget
+   (``x-contextledger-budget``, else the default of the model, else the policy's);
+4. forward the client's body with its history replaced, with the client's own credential
+   headers (never stored or logged); stream the answer back chunk by chunk as it arrives
+   and record the assistant turn once the stream ended as the provider ends one; add
+   ``x-contextledger-assembly-id`` (and ``x-contextledger-conversation``);
+5. upstream errors, timeouts and dropped streams reach the client in the provider's shape;
+   no answer is recorded for them.
+
+A body that is not a JSON object is rejected in the provider's error shape; a body the
+parsers cannot read, or whose assembly fails, is forwarded untouched (the response says
+so in ``x-contextledger-passthrough``, the service log says why).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from fastapi import HTTPException, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from contextledger.errors import ContextLedgerError
+from contextledger.server.deps import resolve_tenant
+from contextledger.server.proxy.chain import chain_keys
+from contextledger.server.proxy.dialect import Answer, Dialect, ledger_system_blocks
+from contextledger.server.proxy.reconcile import (
+    ParsedRequest,
+    conversation_for,
+    record_chain,
+    root_key,
+)
+from contextledger.server.proxy.sse import SseParser
+from contextledger.store.base import Scope
+
+__all__ = ["ASSEMBLY_HEADER", "BUDGET_HEADER", "CONVERSATION_HEADER", "handle"]
+
+_log = logging.getLogger("contextledger.server.proxy")
+
+CONVERSATION_HEADER = "x-contextledger-conversation"
+BUDGET_HEADER = "x-contextledger-budget"
+ASSEMBLY_HEADER = "x-contextledger-assembly-id"
+PASSTHROUGH_HEADER = "x-contextledger-passthrough"
+
+_HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
+    "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding", "content-encoding",
+})
+
+
+def _upstream_headers(request: Request) -> dict[str, str]:
+    """The client's headers to forward: credentials and provider headers as sent (never
+    logged), minus hop-by-hop headers and the service's own."""
+    out = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP and not k.lower().startswith("x-contextledger-")}
+    out["accept-encoding"] = "identity"
+    return out
+
+
+def _client_headers(upstream: httpx.Headers, extra: dict[str, str]) -> dict[str, str]:
+    out = {k: v for k, v in upstream.items() if k.lower() not in _HOP_BY_HOP}
+    out.update(extra)
+    return out
+
+
+@dataclass(kw_only=True)
+class _Prepared:
+    """What step 1–3 produced for the forward and the answer's recording."""
+
+    scope: Scope
+    parsed: ParsedRequest
+    conversation_id: str
+    keys: list[str]
+    body: dict[str, Any]
+    assembly_id: str
+    started: float
+
+
+def _budget(request: Request, settings: Any, model: str | None) -> int | None:
+    given = request.headers.get(BUDGET_HEADER)
+    if given is not None:
+        if not given.strip().isdigit() or int(given) <= 0:
+            raise ValueError(f"{BUDGET_HEADER} must be a positive number of tokens, got {given!r}")
+        return int(given)
+    budget: int | None = settings.budget_for(model)
+    return budget
+
+
+def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: str) -> _Prepared:
+    """Steps 1–3 (a worker thread: database work)."""
+    service = request.app.state.service
+    ledger = service.ledger
+    scope = Scope(tenant_id=tenant)
+    started = time.perf_counter()
+    parsed = dialect.parse(body)
+    budget = _budget(request, service.settings, parsed.model)
+    conv = conversation_for(ledger, scope, request.headers.get(CONVERSATION_HEADER), parsed, source=f"proxy:{dialect.name}")
+    keys = chain_keys(root_key(conv.id), parsed.messages)
+    position = record_chain(ledger, scope, conv.id, parsed.messages, keys, tools=parsed.tools)
+    result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=budget, scope=scope)
+    system_sha = (conv.metadata.get("proxy") or {}).get("system_sha256")
+    upstream = dialect.upstream_body(body, parsed, result, ledger_system_blocks(result, system_sha, parsed.system_text))
+    from contextledger.server.telemetry import assembly_span
+
+    assembly_span(service.settings, result, dialect.gen_ai_provider, parsed.model)
+    return _Prepared(scope=scope, parsed=parsed, conversation_id=conv.id, keys=keys, body=upstream, assembly_id=result.record.id, started=started)
+
+
+def _record_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: Answer) -> None:
+    """Record the assistant turn after the request's history (once, idempotent).  A
+    failure is logged, never passed to the client: the answer still reaches it."""
+    if answer.message is None:
+        return
+    try:
+        _write_answer(request, dialect, prep, answer)
+    except Exception as exc:
+        _log.error("%s answer of %s not recorded: %s: %s", dialect.name, prep.conversation_id, type(exc).__name__, exc)
+
+
+def _write_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: Answer) -> None:
+    assert answer.message is not None
+    ledger = request.app.state.service.ledger
+    messages = [*prep.parsed.messages, answer.message]
+    keys = [*prep.keys, chain_keys(prep.keys[-1] if prep.keys else root_key(prep.conversation_id), [answer.message])[0]]
+    extra = {"assembly_id": prep.assembly_id, "provider": dialect.name, **({"usage": answer.usage} if answer.usage else {}),
+             **({"response_id": answer.response_id} if answer.response_id else {}), **({"finish_reason": answer.finish_reason} if answer.finish_reason else {})}
+    record_chain(ledger, prep.scope, prep.conversation_id, messages, keys, extra_metadata=extra)
+
+
+def _error(dialect: Dialect, status: int, message: str) -> JSONResponse:
+    return JSONResponse(dialect.error_body(status, message), status_code=status)
+
+
+async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: str) -> Response:
+    """Forward ``raw`` untouched (a body the proxy cannot work with)."""
+    _log.warning("%s forwarded untouched: %s", dialect.name, reason)
+    service = request.app.state.service
+    url = dialect.upstream_base(service.settings) + dialect.upstream_path
+    try:
+        upstream = await service.http.send(service.http.build_request("POST", url, content=raw, headers=_upstream_headers(request)), stream=True)
+    except httpx.TimeoutException:
+        return _error(dialect, 504, "the upstream did not answer in time")
+    except httpx.HTTPError as exc:
+        return _error(dialect, 502, f"the upstream could not be reached ({type(exc).__name__})")
+    headers = _client_headers(upstream.headers, {PASSTHROUGH_HEADER: reason[:200]})
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in upstream.aiter_bytes():
+                yield chunk
+        finally:
+            await upstream.aclose()
+
+    return StreamingResponse(chunks(), status_code=upstream.status_code, headers=headers)
+
+
+async def handle(request: Request, dialect: Dialect) -> Response:
+    """Serve one proxied request (see module docstring)."""
+    raw = await request.body()
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return _error(dialect, 400, "the request body is not valid JSON")
+    if not isinstance(body, dict):
+        return _error(dialect, 400, "the request body must be a JSON object")
+    try:
+        tenant = await run_in_threadpool(resolve_tenant, request, bearer=False)
+    except HTTPException as exc:
+        return _error(dialect, exc.status_code, str(exc.detail))
+    try:
+        prep = await run_in_threadpool(_prepare, request, dialect, body, tenant)
+    except ValueError as exc:  # a bad contextledger header
+        return _error(dialect, 400, str(exc))
+    except ContextLedgerError as exc:
+        return await _passthrough(request, dialect, raw, f"{type(exc).__name__}: {exc}")
+    return await _forward(request, dialect, prep)
+
+
+async def _forward(request: Request, dialect: Dialect, prep: _Prepared) -> Response:
+    service = request.app.state.service
+    url = dialect.upstream_base(service.settings) + dialect.upstream_path
+    content = json.dumps(prep.body, ensure_ascii=False).encode("utf-8")
+    ours = {ASSEMBLY_HEADER: prep.assembly_id, CONVERSATION_HEADER: prep.conversation_id}
+    try:
+        upstream = await service.http.send(service.http.build_request("POST", url, content=content, headers=_upstream_headers(request)), stream=True)
+    except httpx.TimeoutException:
+        return _error(dialect, 504, "the upstream did not answer in time")
+    except httpx.HTTPError as exc:
+        return _error(dialect, 502, f"the upstream could not be reached ({type(exc).__name__})")
+    headers = _client_headers(upstream.headers, ours)
+    streamed = upstream.headers.get("content-type", "").startswith("text/event-stream")
+    if not streamed or not 200 <= upstream.status_code < 300:
+        try:
+            data = await upstream.aread()
+        except httpx.HTTPError:
+            await upstream.aclose()
+            return _error(dialect, 502, "the upstream connection broke off")
+        await upstream.aclose()
+        if 200 <= upstream.status_code < 300:
+            await _record_json(request, dialect, prep, data)
+        return Response(data, status_code=upstream.status_code, headers=headers)
+    return StreamingResponse(_relay(request, dialect, prep, upstream), status_code=upstream.status_code, headers=headers)
+
+
+async def _record_json(request: Request, dialect: Dialect, prep: _Prepared, data: bytes) -> None:
+    try:
+        answer = dialect.answer_from_json(prep.parsed, json.loads(data))
+    except (ValueError, ContextLedgerError, KeyError, TypeError) as exc:
+        _log.warning("%s answer not recorded: %s", dialect.name, type(exc).__name__)
+        return
+    await run_in_threadpool(_record_answer, request, dialect, prep, answer)
+
+
+async def _relay(request: Request, dialect: Dialect, prep: _Prepared, upstream: httpx.Response) -> AsyncIterator[bytes]:
+    """Pass each chunk on as it arrives.  The chunk that completes the answer is held
+    until the answer is recorded: a client that stops reading at the provider's last
+    event (SDKs do) finds it recorded, and a stream that breaks off records nothing."""
+    parser = SseParser()
+    stream = dialect.answer_stream(prep.parsed)
+    recorded = False
+    try:
+        async for chunk in upstream.aiter_bytes():
+            for event in parser.feed(chunk):
+                stream.event(event)
+            if not recorded:
+                answer = stream.answer()
+                if answer is not None:
+                    recorded = True
+                    await run_in_threadpool(_record_answer, request, dialect, prep, answer)
+            yield chunk
+    except httpx.HTTPError:
+        yield dialect.stream_error("the upstream stream broke off")
+    finally:
+        await upstream.aclose()

@@ -1,0 +1,291 @@
+"""Reconcile a client's full history with the recorded lineage (proxy step 1–2).
+
+* :func:`conversation_for` — the conversation of a request: the one named by the
+  ``x-contextledger-conversation`` header (an id of the tenant, or any client key), else a
+  stable key derived from the request (system prompt + first user message + tool names).
+  Created on first sight with the system prompt as its trusted system message; two
+  workers creating it at once end with one conversation (unique ``content_key``).
+* :func:`record_chain` — record the messages of a request (or a request and its answer)
+  that are not recorded yet, in one transaction under the conversation's write lock, so
+  concurrent workers record each message once.  New messages continue the branch of the
+  last common message when it is that branch's newest message, else they start a fork
+  there; tool results become artifacts (raw bytes whole, blobs first) with their memories.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from contextledger.errors import NotFoundError
+from contextledger.ids import new_id
+from contextledger.ingest.recorder import Recorder, message_token_count
+from contextledger.ingest.transcript import ImportedMessage
+from contextledger.ledger import Ledger
+from contextledger.records.enums import AuthorityLevel, MessageKind, Role, ToolCallStatus
+from contextledger.records.models import Branch, Conversation, Message, ToolCall
+from contextledger.records.parts import Part, TextPart, ToolResultPart
+from contextledger.server.proxy.chain import fingerprint
+from contextledger.store import schema as S
+from contextledger.store.base import Scope
+from contextledger.store.sql import Writer
+
+__all__ = ["ChainPosition", "ParsedRequest", "conversation_for", "matched_prefix", "record_chain", "root_key"]
+
+TAIL_PROBE = 8
+"""The newest keys looked up first: a tool loop resends its history plus one or two new
+messages, so one query usually finds the recorded prefix."""
+
+
+@dataclass(kw_only=True)
+class ParsedRequest:
+    """A provider request in neutral form.
+
+    Attributes:
+        system_text: the request's system prompt ("" when none): the application's own
+            instruction, sent upstream verbatim.
+        messages: the history after the system prompt, as importers produce it.
+        tools: the request's function tools, in the shape the assembler reads
+            (``{"type": "function", "function": {...}}`` or ``{"name", "input_schema"}``).
+        model: the requested model.
+        stream: whether the client asked for a streamed answer.
+    """
+
+    system_text: str
+    messages: list[ImportedMessage]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    model: str | None = None
+    stream: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChainPosition:
+    """Where a recorded chain ends: its branch, last message and chain key, and how many
+    messages this call recorded."""
+
+    conversation_id: str
+    branch_id: str
+    head_message_id: str | None
+    head_key: str
+    recorded: int
+
+
+def root_key(conversation_id: str) -> str:
+    """The chain key before a conversation's first message."""
+    return f"conv:{conversation_id}"
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _stable_key(parsed: ParsedRequest) -> str:
+    first_user = next((m for m in parsed.messages if m.role is Role.USER), None)
+    names = sorted({str((t.get("function") or t).get("name", "")) for t in parsed.tools if isinstance(t, dict)})
+    doc = [parsed.system_text, fingerprint(first_user) if first_user else "", names]
+    return "proxy:" + _sha(json.dumps(doc, ensure_ascii=False))
+
+
+def conversation_for(ledger: Ledger, scope: Scope, header: str | None, parsed: ParsedRequest, *, source: str) -> Conversation:
+    """The request's conversation, created when first seen (see module docstring)."""
+    store = ledger.store
+    if header:
+        try:
+            return store.get_conversation(scope, header)
+        except NotFoundError:  # not an id of this tenant: a client's own key
+            pass
+        key = "proxy-h:" + _sha(header)
+    else:
+        key = _stable_key(parsed)
+    found = store.find_conversation_by_content_key(scope, key)
+    if found is not None:
+        return found
+    now = datetime.now(UTC)
+    conv_id = new_id("conv")
+    branch = Branch(id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv_id, name="main", created_at=now)
+    first_user = next((m for m in parsed.messages if m.role is Role.USER), None)
+    title = " ".join("\n".join(p.text for p in first_user.parts if isinstance(p, TextPart)).split())[:80] if first_user else ""
+    system = parsed.system_text.strip()
+    conv = Conversation(
+        id=conv_id, tenant_id=scope.tenant_id, title=title, root_branch_id=branch.id, active_branch_id=branch.id, source=source,
+        content_key=key, metadata={"proxy": {"system_sha256": _sha(system) if system else None}, "tools": parsed.tools}, created_at=now,
+    )
+    with store.writer(scope) as w:
+        if not w.add_conversation(conv, branch):
+            other = store.find_conversation_by_content_key(scope, key)
+            assert other is not None
+            return other
+        if system:
+            seq = w.allocate_seq(conv_id)
+            parts: list[Part] = [TextPart(text=system)]
+            w.add_message(Message(
+                id=new_id("msg"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=branch.id, seq=seq, role=Role.SYSTEM,
+                parts=tuple(parts), authority=AuthorityLevel.SYSTEM, token_count=message_token_count(parts), created_at=now,
+            ))
+    return conv
+
+
+# -- the recorded prefix -------------------------------------------------------------------
+def _lookup(conn: Connection, scope: Scope, conversation_id: str, keys: Sequence[str]) -> dict[str, tuple[str, str, int]]:
+    t = S.messages
+    rows = conn.execute(
+        sa.select(t.c.id, t.c.branch_id, t.c.seq, t.c.content_key).where(
+            t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, t.c.content_key.in_(list(keys))
+        )
+    )
+    return {r.content_key: (r.id, r.branch_id, int(r.seq)) for r in rows}
+
+
+def matched_prefix(conn: Connection, scope: Scope, conversation_id: str, keys: Sequence[str]) -> tuple[int, tuple[str, str, int] | None]:
+    """``(m, row)``: the first ``m`` keys are recorded (``row`` = id, branch, seq of key
+    ``m - 1``), the others are not.  One query for the newest :data:`TAIL_PROBE` keys,
+    then a binary search of single-key probes (a recorded key implies its prefix)."""
+    n = len(keys)
+    if n == 0:
+        return 0, None
+    tail = _lookup(conn, scope, conversation_id, keys[-TAIL_PROBE:])
+    for i in range(n - 1, max(-1, n - TAIL_PROBE - 1), -1):
+        if keys[i] in tail:
+            return i + 1, tail[keys[i]]
+    lo, hi, row = 0, n - min(n, TAIL_PROBE), None  # answer in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        found = _lookup(conn, scope, conversation_id, [keys[mid - 1]])
+        if found:
+            lo, row = mid, found[keys[mid - 1]]
+        else:
+            hi = mid - 1
+    if lo and row is None:
+        row = _lookup(conn, scope, conversation_id, [keys[lo - 1]])[keys[lo - 1]]
+    return lo, row
+
+
+# -- recording --------------------------------------------------------------------------------
+def _put_blobs(ledger: Ledger, messages: Sequence[ImportedMessage]) -> dict[int, str | None]:
+    """Large results and attachments go to the blob store before the transaction
+    (content addressed: harmless if it rolls back).  Keyed by ``id(message)``."""
+    keys: dict[int, str | None] = {}
+    for m in messages:
+        for data in m.attachments.values():
+            ledger.store.blobs.put(data)
+        for p in m.parts:
+            if isinstance(p, ToolResultPart):
+                keys[id(m)] = ledger.put_blob_if_large((p.text or "").encode("utf-8", "surrogatepass"))
+    return keys
+
+
+def _branch_for(w: Writer, scope: Scope, conv: Conversation, row: tuple[str, str, int] | None) -> tuple[str, str | None]:
+    """The branch the new messages go on and the message they follow."""
+    t = S.messages
+    if row is None:
+        # nothing of this history is recorded: the active branch if it holds no
+        # conversation yet (only the system prompt), else a new root branch
+        head = w.conn.execute(
+            sa.select(t.c.id, t.c.role).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conv.id, t.c.branch_id == conv.active_branch_id)
+            .order_by(t.c.seq.desc()).limit(1)
+        ).first()
+        if head is None or head.role == Role.SYSTEM.value:
+            return conv.active_branch_id, head.id if head is not None else None
+        branch = Branch(id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv.id, name="new history", created_at=datetime.now(UTC))
+        w.add_branch(branch)
+        return branch.id, None
+    msg_id, branch_id, seq = row
+    newest = w.conn.execute(
+        sa.select(sa.func.max(t.c.seq)).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conv.id, t.c.branch_id == branch_id)
+    ).scalar_one()
+    if newest == seq:
+        return branch_id, msg_id
+    fork = Branch(
+        id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv.id, parent_branch_id=branch_id, fork_message_id=msg_id,
+        fork_seq=seq, name=f"fork at {msg_id}", created_at=datetime.now(UTC),
+    )
+    w.add_branch(fork)
+    return fork.id, msg_id
+
+
+def _authority(m: ImportedMessage) -> AuthorityLevel:
+    if m.role is Role.USER and m.kind is MessageKind.CHAT:
+        return AuthorityLevel.USER
+    return AuthorityLevel.OLD_CONVERSATION
+
+
+def _write(w: Writer, rec: Recorder, conv: Conversation, branch_id: str, parent_id: str | None, m: ImportedMessage, key: str, blob_key: str | None, calls: dict[str, ToolCall], extra: dict[str, Any]) -> Message:
+    from contextledger.policy.pinning import pin_constraints_in
+
+    scope = rec.scope
+    now = datetime.now(UTC)
+    seq = w.allocate_seq(conv.id)
+    parts: list[Part] = list(m.parts)
+    role, kind = m.role, m.kind
+    result = next((p for p in parts if isinstance(p, ToolResultPart)), None) if role is Role.TOOL else None
+    call = None
+    if result is not None:
+        call = calls.get(result.call_id) or next(iter(rec.store.tool_calls(scope, conv.id, call_ids=[result.call_id], conn=w.conn)), None)
+        if call is None or call.status not in (ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL):
+            # a result for no open call of this conversation: kept as an observation
+            role, kind, call = Role.USER, MessageKind.OBSERVATION, None
+            parts = [TextPart(text=result.text or ""), *result.images]
+    art_id = new_id("art") if call is not None and result is not None else None
+    if art_id is not None and result is not None:
+        parts = [result.model_copy(update={"artifact_id": art_id, "text": None if blob_key else result.text})]
+    metadata = {**m.metadata, **extra, **({"model": m.model} if m.model else {})}
+    msg = Message(
+        id=new_id("msg"), tenant_id=scope.tenant_id, conversation_id=conv.id, branch_id=branch_id, seq=seq, parent_message_id=parent_id,
+        role=role, kind=kind, parts=tuple(parts), authority=_authority(m), speaker_label=m.speaker_label, content_key=key,
+        token_count=message_token_count(parts), metadata=metadata, created_at=m.created_at or now,
+    )
+    w.add_message(msg)
+    if call is not None and result is not None and art_id is not None:
+        rec.write_result(w, conv, call, (result.text or "").encode("utf-8", "surrogatepass"), blob_key=blob_key, is_error=result.is_error, result_message=msg, artifact_id=art_id, observed_at=m.created_at)
+    elif role is Role.ASSISTANT:
+        for c in rec.add_calls(w, msg):
+            calls[c.call_id] = c
+    elif role is Role.USER and kind is MessageKind.CHAT:
+        pin_constraints_in(w, msg)
+    return msg
+
+
+def record_chain(
+    ledger: Ledger, scope: Scope, conversation_id: str, messages: Sequence[ImportedMessage], keys: Sequence[str], *,
+    tools: list[dict[str, Any]] | None = None, extra_metadata: dict[str, Any] | None = None,
+) -> ChainPosition:
+    """Record the messages of ``messages`` whose chain keys are not recorded yet (see the
+    module docstring); ``tools`` replaces the conversation's declared tools when they
+    differ; ``extra_metadata`` is added to the newly recorded messages.
+
+    Raises:
+        NotFoundError: unknown conversation.
+    """
+    store = ledger.store
+    with store.reader() as c:
+        m0, row0 = matched_prefix(c, scope, conversation_id, keys)
+        conv0 = store.get_conversation(scope, conversation_id, c)
+    tools_changed = tools is not None and tools != conv0.metadata.get("tools")
+    if m0 == len(keys) and not tools_changed:
+        return ChainPosition(conversation_id=conversation_id, branch_id=row0[1] if row0 else conv0.active_branch_id, head_message_id=row0[0] if row0 else None, head_key=keys[-1] if keys else root_key(conversation_id), recorded=0)
+    blob_keys = _put_blobs(ledger, messages[m0:])
+    rec = Recorder(ledger, scope)
+    with store.writer(scope) as w:
+        w.allocate_seq(conversation_id, 0)  # take the conversation's write lock first (PostgreSQL row lock)
+        m, row = matched_prefix(w.conn, scope, conversation_id, keys)
+        conv = store.get_conversation(scope, conversation_id, w.conn)
+        branch_id, parent = (row[1], row[0]) if m == len(keys) and row is not None else _branch_for(w, scope, conv, row)
+        calls: dict[str, ToolCall] = {}
+        for msg, key in zip(messages[m:], keys[m:], strict=True):
+            parent = _write(w, rec, conv, branch_id, parent, msg, key, blob_keys.get(id(msg)), calls, extra_metadata or {}).id
+        update: dict[str, Any] = {}
+        if branch_id != conv.active_branch_id and m < len(keys):
+            update["active_branch_id"] = branch_id
+        if tools is not None and tools != conv.metadata.get("tools"):
+            update["metadata"] = {**conv.metadata, "tools": tools}
+        if update:
+            w.update_conversation(conv.model_copy(update=update))
+    head_key = keys[-1] if keys else root_key(conversation_id)
+    return ChainPosition(conversation_id=conversation_id, branch_id=branch_id, head_message_id=parent, head_key=head_key, recorded=len(keys) - m)

@@ -1,0 +1,113 @@
+"""The Chat Completions proxy driven by the official ``openai`` SDK against a scripted
+upstream on loopback: what the upstream receives, what the client gets, what the ledger
+holds."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import openai
+import pytest
+
+from contextledger.ledger import Ledger
+from contextledger.providers.registry import validate_payload
+from contextledger.server.app import create_app
+from contextledger.server.scripted import ScriptedUpstream
+from contextledger.server.settings import ServerSettings
+from service_support import serve
+
+TOOLS = [{"type": "function", "function": {"name": "run", "description": "Run a shell command.", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
+SYSTEM = "You are a coding agent."
+CONSTRAINT = "Do not change the public API."
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ScriptedUpstream, Ledger]]:
+    home = tmp_path_factory.mktemp("svc")
+    upstream = ScriptedUpstream()
+    ledger = Ledger.open(home=home)
+    with serve(upstream.app) as up:
+        settings = ServerSettings(home=str(home), openai_upstream=f"{up}/v1")
+        with serve(create_app(settings, ledger=ledger)) as proxy:
+            yield proxy, upstream, ledger
+    ledger.close()
+
+
+def _loop(client: openai.OpenAI, task: str, *, stream: bool, result: str) -> tuple[list[dict], list]:
+    messages: list[dict] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"{task} {CONSTRAINT}"}]
+    answers = []
+    for _ in range(2):
+        if stream:
+            text, calls = "", {}
+            with client.chat.completions.create(model="gpt-4o", messages=messages, tools=TOOLS, stream=True) as events:
+                for chunk in events:
+                    delta = chunk.choices[0].delta if chunk.choices else None
+                    if delta is None:
+                        continue
+                    text += delta.content or ""
+                    for c in delta.tool_calls or []:
+                        slot = calls.setdefault(c.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                        slot["id"] = c.id or slot["id"]
+                        slot["function"]["name"] += c.function.name or ""
+                        slot["function"]["arguments"] += c.function.arguments or ""
+            message = {"role": "assistant", "content": text or None, **({"tool_calls": [calls[i] for i in sorted(calls)]} if calls else {})}
+        else:
+            raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=messages, tools=TOOLS)
+            assert raw.headers["x-contextledger-assembly-id"].startswith("asm_")
+            message = raw.parse().choices[0].message.model_dump(exclude_none=True)
+        answers.append(message)
+        messages.append(message)
+        for call in message.get("tool_calls", []):
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    return messages, answers
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_loop_through_the_proxy(stack: tuple[str, ScriptedUpstream, Ledger], stream: bool) -> None:
+    proxy, upstream, ledger = stack
+    before = len(upstream.received)
+    result = "FAILED tests/test_login.py::test_redirect - TypeError\n" + "x" * 6000
+    with openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-client-secret", max_retries=0) as client:
+        messages, answers = _loop(client, f"Fix the login redirect (stream={stream}).", stream=stream, result=result)
+        _check(upstream, ledger, before, stream, result, answers)
+        # resending the same history records nothing twice
+        client.chat.completions.create(model="gpt-4o", messages=messages, tools=TOOLS)
+    conv_id = _conversation(ledger, stream)
+    again = ledger.store.messages(ledger.scope(), conv_id)
+    assert [m.role.value for m in again] == ["system", "user", "assistant", "tool", "assistant", "assistant"]
+    assert validate_payload("openai-chat", {"messages": upstream.received[-1].body["messages"]}) == []
+
+
+def _conversation(ledger: Ledger, stream: bool) -> str:
+    convs = [c for c in ledger.store.list_conversations(ledger.scope()) if f"stream={stream}" in c.conversation.title]
+    assert len(convs) == 1
+    return convs[0].conversation.id
+
+
+def _check(upstream: ScriptedUpstream, ledger: Ledger, before: int, stream: bool, result: str, answers: list) -> None:
+    got = upstream.received[before:]
+    assert len(got) == 2
+    for req in got:
+        assert req.problems == []
+        assert req.headers["authorization"] == "Bearer sk-client-secret"
+        assert req.body["model"] == "gpt-4o" and req.body["tools"] == TOOLS and req.body.get("stream", False) is stream
+        assert req.body["messages"][0] == {"role": "system", "content": SYSTEM}
+        sent = json.dumps(req.body["messages"])
+        assert CONSTRAINT in sent
+    # the newest tool result reached the upstream, with its call
+    second = got[1].body["messages"]
+    assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == answers[0]["tool_calls"][0]["id"]
+    assert "FAILED tests/test_login.py::test_redirect - TypeError" in second[-1]["content"]
+    # the client got the upstream's answers unchanged
+    assert answers[0]["tool_calls"][0]["function"]["name"] == "run"
+    assert json.loads(answers[0]["tool_calls"][0]["function"]["arguments"]) == {"command": "make check", "step": 1}
+    assert answers[1]["content"] == "Done: the step finished."
+    # the ledger holds every message and tool call once
+    conv_id = _conversation(ledger, stream)
+    recorded = ledger.store.messages(ledger.scope(), conv_id)
+    assert [m.role.value for m in recorded] == ["system", "user", "assistant", "tool", "assistant"]
+    calls = ledger.store.tool_calls(ledger.scope(), conv_id)
+    assert [(c.call_id, c.status.value) for c in calls] == [(answers[0]["tool_calls"][0]["id"], "succeeded")]
+    arts = ledger.store.artifacts(ledger.scope(), conv_id)
+    assert len(arts) == 1 and ledger.rehydrate(arts[0].id) == result.encode()
