@@ -24,10 +24,10 @@ __all__ = ["Answer", "AnswerStream", "Dialect", "ledger_system_blocks"]
 
 @dataclass(kw_only=True)
 class Answer:
-    """The assistant turn read from an upstream answer (``None`` message: nothing to
-    record, e.g. an answer with no content)."""
+    """The assistant turn read from an upstream answer: its messages in order (usually
+    one; a server-side tool's result splits a turn; none: nothing to record)."""
 
-    message: ImportedMessage | None
+    messages: list[ImportedMessage]
     usage: dict[str, Any] = field(default_factory=dict)
     response_id: str | None = None
     model: str | None = None

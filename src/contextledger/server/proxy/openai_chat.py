@@ -91,15 +91,15 @@ class OpenAIChatDialect(Dialect):
             out["tools"] = [*(body.get("tools") or []), *missing]
         return out
 
-    def _answer(self, parsed: ParsedRequest, message: dict[str, Any]) -> ImportedMessage | None:
+    def _answer(self, parsed: ParsedRequest, message: dict[str, Any]) -> list[ImportedMessage]:
         assert isinstance(parsed, _Parsed)
         converted = parsed.converter.convert({**message, "role": "assistant"}, "answer", "answer")
-        return converted if converted.parts else None
+        return [converted] if converted.parts else []
 
     def answer_from_json(self, parsed: ParsedRequest, data: dict[str, Any]) -> Answer:
         choice = (data.get("choices") or [{}])[0]
         message = choice.get("message") or {}
-        return Answer(message=self._answer(parsed, message), usage=data.get("usage") or {}, response_id=data.get("id"), model=data.get("model"), finish_reason=choice.get("finish_reason"))
+        return Answer(messages=self._answer(parsed, message), usage=data.get("usage") or {}, response_id=data.get("id"), model=data.get("model"), finish_reason=choice.get("finish_reason"))
 
     def answer_stream(self, parsed: ParsedRequest) -> AnswerStream:
         return _ChatStream(self, parsed)
@@ -164,4 +164,4 @@ class _ChatStream(AnswerStream):
             message["reasoning_content"] = "".join(self.reasoning)
         if self.calls:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
-        return Answer(message=self.dialect._answer(self.parsed, message), usage=self.usage, response_id=self.meta.get("id"), model=self.meta.get("model"), finish_reason=self.finish)
+        return Answer(messages=self.dialect._answer(self.parsed, message), usage=self.usage, response_id=self.meta.get("id"), model=self.meta.get("model"), finish_reason=self.finish)

@@ -119,7 +119,7 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
 def _record_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: Answer) -> None:
     """Record the assistant turn after the request's history (once, idempotent).  A
     failure is logged, never passed to the client: the answer still reaches it."""
-    if answer.message is None:
+    if not answer.messages:
         return
     try:
         _write_answer(request, dialect, prep, answer)
@@ -128,10 +128,9 @@ def _record_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: 
 
 
 def _write_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: Answer) -> None:
-    assert answer.message is not None
     ledger = request.app.state.service.ledger
-    messages = [*prep.parsed.messages, answer.message]
-    keys = [*prep.keys, chain_keys(prep.keys[-1] if prep.keys else root_key(prep.conversation_id), [answer.message])[0]]
+    messages = [*prep.parsed.messages, *answer.messages]
+    keys = [*prep.keys, *chain_keys(prep.keys[-1] if prep.keys else root_key(prep.conversation_id), answer.messages)]
     extra = {"assembly_id": prep.assembly_id, "provider": dialect.name, **({"usage": answer.usage} if answer.usage else {}),
              **({"response_id": answer.response_id} if answer.response_id else {}), **({"finish_reason": answer.finish_reason} if answer.finish_reason else {})}
     record_chain(ledger, prep.scope, prep.conversation_id, messages, keys, extra_metadata=extra)
