@@ -54,6 +54,7 @@ from contextledger.assembly.render import (
 from contextledger.assembly.units import Unit, build_units, derived
 from contextledger.errors import InputError, NotFoundError
 from contextledger.ids import new_id
+from contextledger.limits import loads_json
 from contextledger.memory.terms import memory_terms, query_terms
 from contextledger.policy.authority import resolve_authority
 from contextledger.policy.rules import Rule
@@ -1448,7 +1449,7 @@ def _call_paths(arguments_json: str, touched: Any) -> tuple[str, ...]:
     """Paths a call's JSON arguments touch (``policy.constraints.touched_paths``), ``()``
     for arguments that are not a JSON object."""
     try:
-        args = json.loads(arguments_json)
+        args = loads_json(arguments_json)
     except ValueError:
         return ()
     return tuple(touched(args)) if isinstance(args, dict) else ()

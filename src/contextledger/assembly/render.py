@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from contextledger.limits import loads_json
 from contextledger.policy.rules import Rule
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import AuthorityLevel, Role
@@ -87,7 +88,7 @@ def compact_arguments(arguments_json: str, max_value_chars: int = 160) -> str:
     ledger.  Arguments that are not a JSON object are cut as text inside ``_raw``.
     Memoised (a pure function of its arguments; units are rendered several times)."""
     try:
-        value = json.loads(arguments_json)
+        value = loads_json(arguments_json, replace_surrogates=True)
     except ValueError:
         value = None
     if not isinstance(value, dict):
@@ -126,7 +127,7 @@ def observation_text(call: ToolCall, body: str) -> str:
     """User-role text carrying a text-action agent's observation, framed as data."""
     action = ""
     try:
-        action = str(json.loads(call.arguments_json).get("action", ""))
+        action = str(loads_json(call.arguments_json).get("action", ""))
     except (ValueError, AttributeError):
         action = ""
     head = f"Observation of `{action[:200]}`" if action else "Observation"

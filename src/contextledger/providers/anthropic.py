@@ -33,7 +33,8 @@ Output shape (insertion order fixed, so ``json.dumps`` is byte-stable)::
   ``content`` is the text, or a list of text/image blocks when the result holds images, and
   is omitted when blank; ``is_error`` is present (``true``) only for failed calls.
 * call ids are rewritten by :func:`~contextledger.providers.openai_chat.safe_identifier` to
-  match ``^[a-zA-Z0-9_-]+$`` (at most 64 characters), identically for the call and its result.
+  match ``^[a-zA-Z0-9_-]+$`` (at most 64 characters), identically for the call and its result;
+  tool names that do not match ``^[a-zA-Z0-9_-]{1,64}$`` likewise, in calls and declarations.
 * images become ``{"type": "image", "source": {"type": "base64", "media_type", "data"}}``
   when ``resolve_blob`` gives the bytes, else ``{"type": "url", "url"}`` sources when the
   part has a URL, else the placeholder text; images in assistant messages are always
@@ -49,10 +50,10 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 from typing import Any
 
 from contextledger.errors import ProviderSerializationError
+from contextledger.limits import loads_json
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
 from contextledger.providers.openai_chat import (
     IMAGE_MEDIA_TYPES,
@@ -64,6 +65,7 @@ from contextledger.providers.openai_chat import (
     image_placeholder,
     memo_tools,
     pair_tool_results,
+    safe_identifier,
     turn_call_ids,
 )
 from contextledger.records.parts import (
@@ -107,7 +109,7 @@ def parse_tool_input(arguments_json: str) -> dict[str, Any]:
     if not arguments_json.strip():
         return {}
     try:
-        value = json.loads(arguments_json, parse_constant=_reject_constant)
+        value = loads_json(arguments_json, parse_constant=_reject_constant, replace_surrogates=True)
     except ValueError:
         return {RAW_ARGUMENTS_KEY: arguments_json}
     if isinstance(value, dict):
@@ -195,7 +197,7 @@ def _blocks(
                 {
                     "type": "tool_use",
                     "id": ids(part.call_id),
-                    "name": part.tool_name,
+                    "name": safe_identifier(part.tool_name),
                     "input": parse_tool_input(part.arguments_json),
                 }
             )

@@ -31,6 +31,7 @@ from contextledger.ingest.importers.detect import (
 from contextledger.ingest.importers.openai_chat import parse_openai_chat
 from contextledger.ingest.importers.swe_agent import parse_swe_agent
 from contextledger.ingest.transcript import ImportedTranscript
+from contextledger.limits import loads_json
 
 __all__ = ["SUPPORTED_FORMATS", "UNSUPPORTED_FORMATS", "detect_format", "parse_file"]
 
@@ -42,12 +43,10 @@ def _document_for(source: Source, format: str) -> Any | None:
     if format == "swe-agent":
         return parse_json_document(source)
     try:
-        document = json.loads(source.text)
+        document = loads_json(source.text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             return None
-        return parse_json_document(source)
-    except RecursionError:
         return parse_json_document(source)
     if isinstance(document, dict) and "role" in document:
         return None

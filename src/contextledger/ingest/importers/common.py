@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from urllib.parse import unquote_to_bytes
 
 from contextledger.errors import ImportFormatError
+from contextledger.limits import JsonDepthError, loads_json
 from contextledger.records.parts import ImagePart
 
 __all__ = [
@@ -133,11 +134,11 @@ def parse_json_document(source: Source) -> Any:
         ImportFormatError: location ``"line L, column C"``, reason ``"invalid JSON: <msg>"``.
     """
     try:
-        return json.loads(source.text)
+        return loads_json(source.text)
+    except JsonDepthError as exc:
+        fail(source.path, None, f"invalid JSON: {exc.msg}")
     except json.JSONDecodeError as exc:
         fail(source.path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}")
-    except RecursionError:
-        fail(source.path, None, "invalid JSON: nesting too deep")
 
 
 def _looks_incomplete(line: str, exc: json.JSONDecodeError) -> bool:
@@ -178,7 +179,9 @@ def iter_jsonl(
         next_start = end + 1
         if line.strip():
             try:
-                value = json.loads(line)
+                value = loads_json(line)
+            except JsonDepthError as exc:
+                fail(source.path, f"{label}line {line_no}", f"invalid JSON: {exc.msg}")
             except json.JSONDecodeError as exc:
                 is_last = not text[next_start:].strip()
                 if is_last and _looks_incomplete(line, exc):
@@ -194,8 +197,6 @@ def iter_jsonl(
                     f"{label}line {line_no}",
                     f"invalid JSON: {exc.msg} (column {exc.colno})",
                 )
-            except RecursionError:
-                fail(source.path, f"{label}line {line_no}", "invalid JSON: nesting too deep")
             yield line_no, value
         start = next_start
 

@@ -15,6 +15,7 @@ from typing import Any
 from contextledger.ingest.importers.claude_code import RECORD_TYPES
 from contextledger.ingest.importers.common import Source, describe_json, fail, parse_json_document
 from contextledger.ingest.importers.openai_chat import LIST_KEYS
+from contextledger.limits import loads_json
 
 __all__ = [
     "CODEX_RECORD_TYPES",
@@ -130,8 +131,8 @@ def _first_records(text: str) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            found.append((line_no, json.loads(line)))
-        except (json.JSONDecodeError, RecursionError):
+            found.append((line_no, loads_json(line)))
+        except json.JSONDecodeError:
             continue
         if found:
             break
@@ -155,7 +156,7 @@ def detect_source(source: Source) -> Detected:
     if not stripped.startswith(("{", "[")):
         fail(source.path, None, f"not a JSON or JSON Lines transcript: starts with {stripped[:40]!r}")
     try:
-        document = json.loads(text)
+        document = loads_json(text)
     except json.JSONDecodeError as exc:
         multi_line = stripped.startswith("{") and stripped.count("\n", 0, 1 << 20) >= 1
         if multi_line and (exc.msg == "Extra data" or exc.lineno == 1):
@@ -165,8 +166,6 @@ def detect_source(source: Source) -> Detected:
                 return Detected(_classify_record(source, value, line_no), None)
         parse_json_document(source)
         raise
-    except RecursionError:
-        fail(source.path, None, "invalid JSON: nesting too deep")
     kind = _classify_document(source, document)
     if kind == "claude-code":
         return Detected(kind, None)

@@ -16,10 +16,10 @@ what was left out.
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from contextledger.limits import loads_json
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
 
 __all__ = ["Extraction", "Extractor", "ToolInput"]
@@ -57,7 +57,7 @@ class ToolInput:
         if not text.startswith("{"):
             return None
         try:
-            value = json.loads(text)
+            value = loads_json(text)
         except ValueError:
             return None
         return value if isinstance(value, dict) else None

@@ -16,11 +16,11 @@ identical on every machine.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from typing import Any
 
+from contextledger.limits import loads_json
 from contextledger.memory.extractors.actions import resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
 from contextledger.memory.extractors.textutil import (
@@ -82,7 +82,7 @@ def _json_file(text: str) -> dict[str, Any] | None:
     if not stripped.startswith("{"):
         return None
     try:
-        obj = json.loads(stripped)
+        obj = loads_json(stripped)
     except ValueError:
         return None
     if not isinstance(obj, dict):

@@ -21,6 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from contextledger.limits import loads_json
 from contextledger.memory.extractors.actions import resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
 from contextledger.memory.extractors.textutil import body_ranges, cap, fmt_int, unwrap
@@ -46,7 +47,7 @@ def _parse(text: str) -> Any:
     if not stripped or stripped[0] not in "{[":
         return None
     try:
-        value = json.loads(stripped)
+        value = loads_json(stripped)
     except ValueError:
         return None
     return value if isinstance(value, dict | list) else None

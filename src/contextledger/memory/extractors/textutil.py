@@ -8,10 +8,11 @@ shows for the raw result; line numbers are 1-based.
 from __future__ import annotations
 
 import hashlib
-import json
 import posixpath
 import re
 from dataclasses import dataclass
+
+from contextledger.limits import loads_json
 
 __all__ = [
     "LINE_CAP_CHARS",
@@ -85,7 +86,7 @@ def unwrap(raw: str) -> Body:
     stripped = raw.lstrip()
     if stripped.startswith("{") and '"output"' in raw[:200]:
         try:
-            obj = json.loads(raw)
+            obj = loads_json(raw)
         except ValueError:
             obj = None
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):
