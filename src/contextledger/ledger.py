@@ -116,9 +116,10 @@ class Ledger:
     # -- hooks used by the recorder ------------------------------------------------------
     def put_blob_if_large(self, raw: bytes) -> str | None:
         """Store ``raw`` in the blob store when it exceeds the inline threshold or is not
-        UTF-8 text (binary payloads are never inlined); return its key, else ``None``
-        (the payload stays inline in the artifact row)."""
-        if len(raw) > self.store.inline_threshold_bytes:
+        UTF-8 text without NUL (binary payloads are never inlined, and no database can
+        hold a NUL in text); return its key, else ``None`` (the payload stays inline in
+        the artifact row)."""
+        if len(raw) > self.store.inline_threshold_bytes or b"\x00" in raw:
             return self.store.blobs.put(raw)
         try:
             raw.decode("utf-8")

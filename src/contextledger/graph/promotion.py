@@ -37,6 +37,7 @@ from contextledger.errors import InputError, NotFoundError
 from contextledger.graph._writes import update_message
 from contextledger.ids import new_id
 from contextledger.ingest.recorder import TERMINAL_RUN_STATUSES, Recorder
+from contextledger.limits import utf8_bytes
 from contextledger.records.enums import (
     PolicyFamily,
     PromotionPolicy,
@@ -284,7 +285,7 @@ def resolve_with_child_report(
         raise InputError(f"tool call {parent_call_id} is already resolved ({call.status.value})")
     is_error = run.status != "completed"
     error_type = {"failed": "SubagentFailed", "timeout": "SubagentTimeout"}.get(run.status)
-    raw = report.encode("utf-8")
+    raw = utf8_bytes(report)
     rec = Recorder(ledger, scope)
     blob_key = ledger.put_blob_if_large(raw)
     with store.writer(scope) as w:

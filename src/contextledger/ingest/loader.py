@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextledger.errors import ImportFormatError
 from contextledger.ids import new_id
+from contextledger.limits import loads_json, storable_text
 from contextledger.records.enums import (
     AuthorityLevel,
     MessageKind,
@@ -140,7 +141,7 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
     from contextledger.policy.pinning import pin_constraints_in
 
     store = ledger.store
-    _replace_lone_surrogates(t)
+    _replace_unstorable(t)
     if t.content_key:
         existing = store.find_conversation_by_content_key(scope, t.content_key)
         if existing is not None:
@@ -316,7 +317,7 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
                 action = str(im.metadata.get("action") or "")
                 if pending_call is not None:
                     call = pending_call
-                    action = action or str(json.loads(call.arguments_json).get("action", ""))
+                    action = action or str(loads_json(call.arguments_json).get("action", ""))
                 else:
                     # an observation with no action before it: its own synthetic call
                     obs_n += 1
@@ -362,44 +363,55 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _scrub(value: Any) -> tuple[Any, int]:
+def _scrub(value: Any) -> tuple[Any, int, int]:
+    """``value`` with lone surrogates and NUL characters replaced by U+FFFD, and how many
+    of each were replaced."""
     if isinstance(value, str):
-        return _SURROGATE.subn("\ufffd", value)
+        if "\x00" not in value and (value.isascii() or storable_text(value)[1] == 0):
+            return value, 0, 0
+        value, n_surrogates = _SURROGATE.subn("\ufffd", value)
+        value, n_nul = value.replace("\x00", "\ufffd"), value.count("\x00")
+        return value, n_surrogates, n_nul
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
-        n = 0
+        ns = nn = 0
         for k, v in value.items():
-            out[k], c = _scrub(v)
-            n += c
-        return out, n
+            out[k], s, n = _scrub(v)
+            ns, nn = ns + s, nn + n
+        return out, ns, nn
     if isinstance(value, list):
         items = [_scrub(v) for v in value]
-        return [v for v, _ in items], sum(c for _, c in items)
-    return value, 0
+        return [v for v, _, _ in items], sum(s for _, s, _ in items), sum(n for _, _, n in items)
+    return value, 0, 0
 
 
-def _replace_lone_surrogates(t: ImportedTranscript) -> None:
+def _replace_unstorable(t: ImportedTranscript) -> None:
     """Lone UTF-16 surrogates (``"\\ud800"`` escapes in a JSON transcript) cannot be
-    stored as UTF-8: each becomes U+FFFD, and an import note names the records touched
-    (the source file itself is not changed)."""
-    touched: list[str] = []
+    stored as UTF-8, nor NUL characters (``"\\u0000"``) as PostgreSQL text: each becomes
+    U+FFFD, and an import note names the records touched (the source file itself is not
+    changed; see :mod:`contextledger.limits`)."""
+    touched: dict[str, list[str]] = {"surrogates": [], "nul": []}
     for m in t.messages:
-        count = 0
+        ns = nn = 0
         parts = []
         for p in m.parts:
-            dumped = p.model_dump()
-            clean, n = _scrub(dumped)
-            parts.append(type(p).model_validate(clean) if n else p)
-            count += n
-        meta, n = _scrub(m.metadata)
-        count += n
-        if count:
+            clean, s, n = _scrub(p.model_dump())
+            parts.append(type(p).model_validate(clean) if s or n else p)
+            ns, nn = ns + s, nn + n
+        meta, s, n = _scrub(m.metadata)
+        ns, nn = ns + s, nn + n
+        if ns or nn:
             m.parts = parts
             m.metadata = meta
-            touched.append(m.source_ref or m.key)
-    if touched:
-        shown = ", ".join(touched[:5]) + (f" and {len(touched) - 5} more" if len(touched) > 5 else "")
-        t.notes.append(f"replaced lone UTF-16 surrogates (not storable as UTF-8) with U+FFFD in {shown}")
+        for kind, count in (("surrogates", ns), ("nul", nn)):
+            if count:
+                touched[kind].append(m.source_ref or m.key)
+    t.title = storable_text(t.title)[0]
+    for kind, what in (("surrogates", "lone UTF-16 surrogates (not storable as UTF-8)"), ("nul", "NUL characters (not storable as PostgreSQL text)")):
+        refs = touched[kind]
+        if refs:
+            shown = ", ".join(refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+            t.notes.append(f"replaced {what} with U+FFFD in {shown}")
 
 
 def _report_decision(msg: Message, artifact_id: str, memory: ToolMemory, child: Participant, now: datetime) -> PolicyDecision:
@@ -448,6 +460,5 @@ def _tool_name(name: str) -> str:
 
 
 def _json_args(action: str) -> str:
-    import json
 
     return json.dumps({"action": action}, ensure_ascii=False) if action else "{}"

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextledger.errors import InputError, NotFoundError
 from contextledger.ids import new_id
+from contextledger.limits import MAX_PAYLOAD_BYTES, utf8_bytes
 from contextledger.records.enums import (
     AuthorityLevel,
     MessageKind,
@@ -593,7 +594,9 @@ class Recorder:
         with self.store.reader() as c:  # one read transaction for both look-ups
             conv = self.store.get_conversation(self.scope, conversation_id, c)
             call = self.store.get_tool_call(self.scope, conversation_id, call_id, c)
-        raw = result if isinstance(result, bytes) else result.encode("utf-8")
+        raw = result if isinstance(result, bytes) else utf8_bytes(result)
+        if len(raw) > MAX_PAYLOAD_BYTES:
+            raise InputError(f"tool result of {call_id} is {len(raw):,} bytes, above the {MAX_PAYLOAD_BYTES:,}-byte limit")
         if call.status not in (ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL):
             arts = self.store.artifacts(self.scope, conversation_id, call_ids=[call_id])
             if arts and arts[0].sha256 == sha256_key(raw):
@@ -731,9 +734,10 @@ class Recorder:
         call = self.store.get_tool_call(self.scope, conversation_id, call_id)
         if not call.status.unresolved:
             raise InputError(f"tool call {call_id} is already resolved ({call.status.value})")
-        raw = f"[abandoned] no result will arrive for this call: {reason}".encode()
+        raw = utf8_bytes(f"[abandoned] no result will arrive for this call: {reason}")
+        blob_key = self.ledger.put_blob_if_large(raw)
         with self.store.writer(self.scope) as w:
-            return self.write_result(w, conv, call, raw, blob_key=None, is_error=True, error_type="Abandoned", status=ToolCallStatus.ABANDONED)
+            return self.write_result(w, conv, call, raw, blob_key=blob_key, is_error=True, error_type="Abandoned", status=ToolCallStatus.ABANDONED)
 
     # -- runtime state -----------------------------------------------------------------
     def record_skill_state(

@@ -42,6 +42,7 @@ from contextledger.records.models import (
 )
 from contextledger.store import counters as K
 from contextledger.store import schema as S
+from contextledger.store import textguard
 from contextledger.store.base import (
     CAPABILITIES,
     LineageSegment,
@@ -1476,14 +1477,17 @@ def _make_engine(url: str) -> Engine:
             import psycopg  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on install
             raise BackendError("PostgreSQL needs psycopg: pip install 'contextledger[postgres]'") from exc
-        return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        pg = sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, **textguard.engine_options())
+        textguard.install(pg)
+        return pg
     if not url.startswith("sqlite"):
         raise InputError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql+psycopg://…")
     path = url.split("///", 1)[1] if "///" in url else ""
     if path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     # LIFO: the connection used last (its page cache warm) is handed out next
-    engine = sa.create_engine(url, connect_args={"timeout": 60, "check_same_thread": False}, pool_use_lifo=True)
+    engine = sa.create_engine(url, connect_args={"timeout": 60, "check_same_thread": False}, pool_use_lifo=True, **textguard.engine_options())
+    textguard.install(engine)
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
