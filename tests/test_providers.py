@@ -659,10 +659,6 @@ def test_ids_colliding_after_sanitisation_raise() -> None:
             ),
             "messages[2]: a tool message must hold exactly one tool result part",
         ),
-        (
-            (user("go"), assistant(call("c1", "read file")), tool("c1", "x")),
-            "messages[1].parts[0]: tool name 'read file' does not match ^[a-zA-Z0-9_-]{1,64}$",
-        ),
     ],
 )
 def test_serializers_refuse_what_they_cannot_express(
@@ -692,6 +688,23 @@ def test_bad_tool_schemas_raise() -> None:
     assert str(err.value) == "tools[0]: parameters of 'a' must be a JSON schema of type 'object'"
     with pytest.raises(ProviderSerializationError, match="no system text and no messages"):
         serialize("openai-chat", NeutralRequest())
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic"])
+def test_tool_names_that_are_not_identifiers_are_mapped_in_calls_and_declarations(provider: str) -> None:
+    """A transcript's ``read file`` or a Gemini ``ns.search`` is sent under its
+    ``safe_identifier`` in the call and in the declaration (never an error that would
+    make every later request of the conversation fail)."""
+    from contextledger.providers.openai_chat import safe_identifier
+
+    req = NeutralRequest(
+        messages=(user("go"), assistant(call("c1", "read file"), call("c2", "ns.search")), tool("c1", "x"), tool("c2", "y")),
+        tools=(ToolSchema(name="ns.search", parameters={"type": "object"}),),
+    )
+    payload = _serialize_checked(provider, req)
+    names = sorted(t["name"] if provider == "anthropic" else t["function"]["name"] for t in payload["tools"])
+    assert names == sorted([safe_identifier("read file"), safe_identifier("ns.search")])
+    assert all(n != "read file" and n.startswith(("read_file-", "ns_search-")) for n in names)
 
 
 def test_unknown_provider_is_an_input_error() -> None:

@@ -24,9 +24,10 @@ Message rules (OpenAI Chat Completions API reference):
   a failed call's text is preceded by the line ``"[tool error]"`` (the API has no error flag),
   and images of the result follow as placeholder lines.
 
-Identifiers: speaker labels become the ``name`` field and must match ``^[a-zA-Z0-9_-]{1,64}$``;
-call ids are limited to 40 characters by the API.  Both are rewritten by
-:func:`safe_identifier` (deterministic, collision-resistant) only when they do not comply.
+Identifiers: speaker labels become the ``name`` field and must match ``^[a-zA-Z0-9_-]{1,64}$``,
+as must tool names (in calls and declarations); call ids are limited to 40 characters by the
+API.  All are rewritten by :func:`safe_identifier` (deterministic, collision-resistant) only
+when they do not comply.
 
 Images: a user image becomes a ``data:<mime>;base64,…`` URL when ``resolve_blob`` returns its
 bytes, else its ``url``; images in tool results (tool messages hold text only), images in
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import functools
 import hashlib
 import re
@@ -305,20 +307,18 @@ def declared_tools(request: NeutralRequest) -> list[ToolSchema]:
 
     ``request.tools`` plus, for every tool name used by a call but not declared, a minimal
     ``ToolSchema(name, description="(schema not recorded)", parameters={"type": "object"})``.
-    Identical duplicate declarations collapse to one.
+    Identical duplicate declarations collapse to one.  A name that does not match
+    :data:`IDENTIFIER_PATTERN` (a transcript's ``read file``, a Gemini ``ns.tool``) is
+    declared under its :func:`safe_identifier`, the name its calls carry on the wire.
 
     Raises:
-        ProviderSerializationError: a tool name does not match :data:`IDENTIFIER_PATTERN`,
-            two different schemas share a name, or a schema's ``parameters`` is not a JSON
-            schema of ``"type": "object"``.
+        ProviderSerializationError: two different schemas share a name, or a schema's
+            ``parameters`` is not a JSON schema of ``"type": "object"``.
     """
     by_name: dict[str, ToolSchema] = {}
-    for k, tool in enumerate(request.tools):
+    for k, declared in enumerate(request.tools):
         where = f"tools[{k}]"
-        if not IDENTIFIER_PATTERN.match(tool.name):
-            raise ProviderSerializationError(
-                f"{where}: tool name {tool.name!r} does not match {IDENTIFIER_PATTERN.pattern}"
-            )
+        tool = declared if IDENTIFIER_PATTERN.match(declared.name) else dataclasses.replace(declared, name=safe_identifier(declared.name))
         if tool.parameters.get("type") != "object":
             raise ProviderSerializationError(
                 f"{where}: parameters of {tool.name!r} must be a JSON schema of type 'object'"
@@ -329,16 +329,13 @@ def declared_tools(request: NeutralRequest) -> list[ToolSchema]:
                 f"{where}: tool {tool.name!r} is declared twice with different schemas"
             )
         by_name[tool.name] = tool
-    for i, message in enumerate(request.messages):
-        for k, part in enumerate(message.parts):
+    for message in request.messages:
+        for part in message.parts:
             if not isinstance(part, ToolCallPart):
                 continue
-            if not IDENTIFIER_PATTERN.match(part.tool_name):
-                raise ProviderSerializationError(
-                    f"messages[{i}].parts[{k}]: tool name {part.tool_name!r} does not match {IDENTIFIER_PATTERN.pattern}"
-                )
-            if part.tool_name not in by_name:
-                by_name[part.tool_name] = missing_tool_schema(part.tool_name)
+            name = safe_identifier(part.tool_name)
+            if name not in by_name:
+                by_name[name] = missing_tool_schema(name)
     return [by_name[name] for name in sorted(by_name)]
 
 
@@ -497,7 +494,7 @@ def _assistant_message(message: WireMessage, ids: CallIdMap) -> dict[str, Any]:
                 {
                     "id": ids(part.call_id),
                     "type": "function",
-                    "function": {"name": part.tool_name, "arguments": part.arguments_json},
+                    "function": {"name": safe_identifier(part.tool_name), "arguments": part.arguments_json},
                 }
             )
     out = _head(message)
