@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import real_data_dir
+from contextledger.cli.common import EXIT_BACKEND, EXIT_INPUT, EXIT_NOT_FOUND
 from contextledger.cli.main import app
 from contextledger.providers.registry import validate_payload
 
@@ -95,7 +96,7 @@ def test_malformed_input_gives_clear_error_and_leaves_nothing(tmp_path: Path, na
     path.write_bytes(data)
     home = tmp_path / "home"
     code, out = cli(home, "import", str(path))
-    assert code == 1
+    assert code == EXIT_INPUT
     assert "Traceback" not in out
     assert str(path) in out.replace("\n", "") and needle.lower() in out.lower()
     assert conversations(home) == []
@@ -165,7 +166,7 @@ def test_importing_the_same_file_again_reports_the_conversation_not_zero_counts(
 def test_unknown_ids_are_clean_errors(tmp_path: Path) -> None:
     for args in (["assemble", "conv_nope"], ["explain", "asm_nope"], ["rehydrate", "art_nope"]):
         code, out = cli(tmp_path, *args)
-        assert code == 1 and "not found" in out and "Traceback" not in out
+        assert code == EXIT_NOT_FOUND and "not found" in out and "Traceback" not in out
 
 
 def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
@@ -175,11 +176,11 @@ def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
 
 def test_unreachable_database_and_unwritable_out_are_clean_errors(tmp_path: Path) -> None:
     res = runner.invoke(app, ["--db", "postgresql+psycopg://postgres@127.0.0.1:1/none", "conversations"])
-    assert res.exit_code == 1 and "cannot open the database" in res.output and "Traceback" not in res.output
+    assert res.exit_code == EXIT_BACKEND and "cannot open the database" in res.output and "Traceback" not in res.output
     code, out = cli(tmp_path, "import", str(TAU), "--json")
     cid = json.loads(out)[0]["conversation_id"]
     code, out = cli(tmp_path, "assemble", cid, "--out", str(tmp_path))
-    assert code == 1 and "cannot write" in out and "Traceback" not in out
+    assert code == EXIT_INPUT and "cannot write" in out and "Traceback" not in out
 
 
 def test_branch_of_another_conversation_is_refused(tmp_path: Path) -> None:
@@ -192,7 +193,7 @@ def test_branch_of_another_conversation_is_refused(tmp_path: Path) -> None:
     rec.record_message(a.id, "user", "hi")
     led.close()
     code, out = cli(tmp_path, "assemble", a.id, "--branch", b.root_branch_id)
-    assert code == 1 and "not found" in out
+    assert code == EXIT_NOT_FOUND and "not found" in out
 
 
 def test_lone_surrogates_are_replaced_with_a_note_and_the_batch_goes_on(tmp_path: Path) -> None:
@@ -219,10 +220,10 @@ def test_lone_surrogates_are_replaced_with_a_note_and_the_batch_goes_on(tmp_path
 
 def test_database_and_folder_errors_are_clean_and_mask_passwords(tmp_path: Path) -> None:
     res = runner.invoke(app, ["--db", "postgresql+psycopg://postgres:s3cretPW@127.0.0.2:5433/test", "conversations"])
-    assert res.exit_code == 1 and "s3cretPW" not in res.output and "postgres:***@127.0.0.2:5433" in res.output
+    assert res.exit_code == EXIT_BACKEND and "s3cretPW" not in res.output and "postgres:***@127.0.0.2:5433" in res.output
     (tmp_path / "afile").write_text("x")
     code, out = cli(tmp_path / "afile" / "home", "conversations", "--json")
-    assert code == 1
+    assert code == EXIT_BACKEND
     err = json.loads(out)
     assert err["error"] == "BackendError" and "Not a directory" in err["message"] and "Traceback" not in out
 
@@ -230,7 +231,7 @@ def test_database_and_folder_errors_are_clean_and_mask_passwords(tmp_path: Path)
 def test_bench_rejects_malformed_number_lists(tmp_path: Path) -> None:
     for args, option in ((["bench", "scale", "--sizes", "abc"], "--sizes"), (["bench", "scenarios", "--scales", "1,x"], "--scales"), (["bench", "real", "--budgets", "4k"], "--budgets")):
         res = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])
-        assert res.exit_code == 1, res.output
+        assert res.exit_code == EXIT_INPUT, res.output
         assert f"{option}: expected comma-separated whole numbers" in res.output
         assert "Traceback" not in res.output
 
@@ -244,7 +245,7 @@ def test_bench_scale_rejects_non_positive_sizes_and_runs(tmp_path: Path) -> None
         (["--sizes", "10", "--runs", "-3"], "runs must be at least 1"),
     ):
         res = runner.invoke(app, ["bench", "scale", "--shape", "pipeline", *args, "--out", str(tmp_path / "out")])
-        assert res.exit_code == 1, res.output
+        assert res.exit_code == EXIT_INPUT, res.output
         assert needle in res.output and "Traceback" not in res.output
     assert not (tmp_path / "out").exists()
 
@@ -257,7 +258,7 @@ def test_demo_never_deletes_a_folder_it_did_not_make(tmp_path: Path) -> None:
     mine.mkdir()
     (mine / "notes.txt").write_text("mine")
     code, out = cli(tmp_path, "demo")
-    assert code == 1 and "was not made by `contextledger demo`" in out and "Traceback" not in out
+    assert code == EXIT_INPUT and "was not made by `contextledger demo`" in out and "Traceback" not in out
     assert (mine / "notes.txt").read_text() == "mine"
     (mine / "notes.txt").unlink()
     mine.rmdir()
@@ -270,7 +271,7 @@ def test_demo_never_deletes_a_folder_it_did_not_make(tmp_path: Path) -> None:
     assert f"contextledger --home {mine} explain asm_" in out.replace("\n", "")
     # the earlier demo's ledger was replaced: its assembly is gone, the new one explains
     code, out = cli(mine, "explain", first["assembly"]["assembly_id"])
-    assert code == 1 and "Traceback" not in out
+    assert code == EXIT_NOT_FOUND and "Traceback" not in out
 
 
 def test_bench_without_the_bench_extras_says_what_to_install(tmp_path: Path) -> None:
@@ -284,7 +285,7 @@ def test_bench_without_the_bench_extras_says_what_to_install(tmp_path: Path) -> 
         [sys.executable, "-c", "from contextledger.cli.main import app; app()", "bench", "scale", "--sizes", "10", "--out", str(tmp_path / "o")],
         capture_output=True, text=True, env=env, timeout=120,
     )
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == EXIT_INPUT, proc.stdout + proc.stderr
     assert "pip install 'contextledger[bench]'" in proc.stdout + proc.stderr
     assert "autogen_core" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr

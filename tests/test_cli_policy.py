@@ -31,12 +31,12 @@ def test_validate_reports_the_key_path(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[budget.buckets]\nrecent_tail = 1.5\n")
     code, out = run("policy", "validate", str(bad))
-    assert code == 1
+    assert code == 5
     assert "budget.buckets.recent_tail" in out and "Traceback" not in out
     typo = tmp_path / "typo.toml"
     typo.write_text("[budget]\nbukets = 1\n")
     code, out = run("policy", "validate", str(typo))
-    assert code == 1 and "budget.bukets" in out
+    assert code == 5 and "budget.bukets" in out
 
 
 def test_validate_and_diff(tmp_path: Path) -> None:

@@ -519,8 +519,8 @@ def test_cli_compact_prints_json(tmp_path: Path) -> None:
         assert out["kept_units"] == 3
         assert [c["text"] for c in out["sections"]["hard_constraints"]] == CONSTRAINTS_1
         again = CliRunner().invoke(compact_app, [s.conv_id, "--keep", "3", "--json"])
-        assert again.exit_code == 1
-        assert json.loads(again.output)["message"].startswith("nothing new to compact")
+        assert again.exit_code == 2 and again.stdout == ""
+        assert json.loads(again.stderr)["message"].startswith("nothing new to compact")
     finally:
         if cli_common.state._ledger is not None:
             cli_common.state._ledger.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from contextledger.errors import NotFoundError
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
@@ -26,7 +27,8 @@ def explain_assembly(ledger: Ledger, scope: Scope, assembly_id: str, *, record_i
     [decision, ...]}}``; with ``record_id`` only that record's decisions.
 
     Raises:
-        NotFoundError: unknown assembly.
+        NotFoundError: unknown assembly, or a ``record_id`` that names no record of the
+            assembly's conversation.
     """
     record, _payload = ledger.store.get_assembly(scope, assembly_id)
     decisions = record.trace or []
@@ -55,12 +57,32 @@ def explain_assembly(ledger: Ledger, scope: Scope, assembly_id: str, *, record_i
         "trace_kept": record.trace is not None,
     }
     if record_id is not None:
+        if record_id not in record.selected_refs and record_id not in by_record and not record_exists(ledger, scope, record.conversation_id, record_id):
+            raise NotFoundError("record", record_id)
         out["record_id"] = record_id
         out["selected_in_payload"] = record_id in record.selected_refs
         out["decisions"] = by_record.get(record_id, [])
     else:
         out["records"] = dict(sorted(by_record.items()))
     return out
+
+
+def record_exists(ledger: Ledger, scope: Scope, conversation_id: str, record_id: str) -> bool:
+    """Whether ``record_id`` names a record (message, call, artifact, memory, rule …) of
+    ``conversation_id`` in the scope's tenant."""
+    import sqlalchemy as sa
+
+    from contextledger.store.schema import TABLES
+
+    with ledger.store.reader() as conn:
+        for table in TABLES.values():
+            c = table.c
+            if "conversation_id" not in c or "id" not in c:
+                continue
+            hit = conn.execute(sa.select(c.id).where(c.id == record_id, c.tenant_id == scope.tenant_id, c.conversation_id == conversation_id).limit(1)).first()
+            if hit is not None:
+                return True
+    return False
 
 
 _REASON_TEXT = {

@@ -1,6 +1,11 @@
 """Shared CLI plumbing: options, the ledger from ``--db``/``--home``, JSON output and
-clean errors (a :class:`ContextLedgerError` prints one line and exits 1 — never a
-traceback)."""
+clean errors.
+
+Errors go to stderr, never stdout (with ``--json``: one JSON object per error and line,
+``{"error", "message", "exit_code"}``), so a consumer of stdout only ever reads data.  An
+expected failure is one line and a documented exit status (:data:`EXIT_CODES`), never a
+Python traceback.
+"""
 
 from __future__ import annotations
 
@@ -16,10 +21,81 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from contextledger.errors import ContextLedgerError, InputError
+from contextledger.errors import (
+    BackendError,
+    ContextLedgerError,
+    InputError,
+    NotFoundError,
+    PolicyError,
+    StoredDataError,
+)
 from contextledger.ledger import Ledger
+from contextledger.limits import utf8_bytes
 
-__all__ = ["State", "console", "emit_json", "fail_cleanly", "parse_now", "state"]
+__all__ = [
+    "EXIT_BACKEND",
+    "EXIT_CODES",
+    "EXIT_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_NOT_FOUND",
+    "EXIT_POLICY",
+    "EXIT_STORED_DATA",
+    "State",
+    "backend_error",
+    "console",
+    "emit_error",
+    "emit_json",
+    "exit_code_for",
+    "fail_cleanly",
+    "parse_now",
+    "state",
+]
+
+EXIT_INTERNAL = 1
+"""An unexpected failure (a defect: please report it); the only one that may print a
+traceback, and only with ``CONTEXTLEDGER_DEBUG=1``."""
+EXIT_INPUT = 2
+"""Invalid input: a bad argument or option, a malformed or unreadable file (the shell
+convention for usage errors; typer's own usage errors exit 2 as well)."""
+EXIT_NOT_FOUND = 3
+"""An id (conversation, branch, assembly, record, artifact) that does not exist in the
+tenant."""
+EXIT_BACKEND = 4
+"""The database, the blob store or the key provider failed or cannot be reached."""
+EXIT_POLICY = 5
+"""A policy file is invalid, or the policy refuses the request (e.g. showing a
+``secret_like`` payload without its explicit flag)."""
+EXIT_STORED_DATA = 6
+"""Stored data is inconsistent: a payload fails its sha256 check, a blob is missing."""
+
+EXIT_CODES: dict[int, str] = {
+    0: "success",
+    EXIT_INTERNAL: "unexpected failure (a defect)",
+    EXIT_INPUT: "input error (bad argument, malformed or unreadable file)",
+    EXIT_NOT_FOUND: "not found (unknown id in this tenant)",
+    EXIT_BACKEND: "backend error (database, blob store or key provider)",
+    EXIT_POLICY: "policy error (invalid policy, or refused by the policy)",
+    EXIT_STORED_DATA: "stored data error (integrity check failed, payload missing)",
+}
+"""Every exit status of ``contextledger`` and what it means (README "Exit codes")."""
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit status for an error (see :data:`EXIT_CODES`)."""
+    if isinstance(exc, NotFoundError):
+        return EXIT_NOT_FOUND
+    if isinstance(exc, InputError):
+        return EXIT_INPUT
+    if isinstance(exc, PolicyError):
+        return EXIT_POLICY
+    if isinstance(exc, StoredDataError):
+        return EXIT_STORED_DATA
+    if isinstance(exc, BackendError | OSError):
+        return EXIT_BACKEND
+    if isinstance(exc, ContextLedgerError):
+        return EXIT_INPUT
+    return EXIT_INTERNAL
+
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -52,27 +128,53 @@ state = State()
 
 
 def emit_json(data: Any) -> None:
-    """Print ``data`` as JSON on stdout (UTF-8, stable key order as given)."""
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    """Print ``data`` as JSON on stdout (UTF-8, stable key order as given; a lone
+    surrogate, which no UTF-8 stream accepts, is printed as U+FFFD)."""
+    text = json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n"
+    sys.stdout.write(utf8_bytes(text).decode("utf-8"))
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and not isinstance(exc, ContextLedgerError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    return str(exc)
+
+
+def emit_error(exc: BaseException, as_json: bool, **fields: Any) -> int:
+    """Print one error on stderr (a line of text, or with ``as_json`` one JSON object on
+    one line, with ``fields`` added) and return its exit status."""
+    code = exit_code_for(exc)
+    message = _message(exc)
+    if as_json:
+        sys.stderr.write(json.dumps({"error": type(exc).__name__, "message": message, "exit_code": code, **fields}, ensure_ascii=False, default=str) + "\n")
+    else:
+        err_console.print(f"[red]error:[/red] {escape(message)}", markup=True, soft_wrap=True)
+    return code
 
 
 @contextmanager
 def fail_cleanly(as_json: bool = False) -> Iterator[None]:
-    """Turn contextledger errors — and file-system errors (a read-only or full disk, a
-    missing permission) — into a one-line message (or JSON) and exit status 1."""
+    """Turn contextledger errors — and file-system and database errors (a read-only or
+    full disk, a missing permission, a lost connection) — into one message on stderr and
+    the exit status of :func:`exit_code_for`."""
+    import sqlalchemy as sa
+
     try:
         yield
     except (ContextLedgerError, OSError) as exc:
-        if isinstance(exc, OSError) and not isinstance(exc, ContextLedgerError):
-            where = f": {exc.filename}" if exc.filename else ""
-            message = f"{exc.strerror or exc}{where}"
-        else:
-            message = str(exc)
-        if as_json:
-            emit_json({"error": type(exc).__name__, "message": message})
-        else:
-            err_console.print(f"[red]error:[/red] {escape(message)}", markup=True, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(emit_error(exc, as_json)) from None
+    except sa.exc.SQLAlchemyError as exc:
+        raise typer.Exit(emit_error(backend_error(exc), as_json)) from None
+
+
+def backend_error(exc: Exception) -> BackendError:
+    """A :class:`BackendError` for a database driver error: the driver's first line,
+    never the statement's parameters (transcript text)."""
+    orig = getattr(exc, "orig", None)
+    reason = str(orig if orig is not None else exc).strip()
+    first = reason.splitlines()[0] if reason else type(exc).__name__
+    return BackendError(f"database error: {first}")
 
 
 def parse_now(value: str | None) -> datetime | None:

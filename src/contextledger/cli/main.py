@@ -17,7 +17,15 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 
-from contextledger.cli.common import console, emit_json, fail_cleanly, parse_now, state
+from contextledger.cli.common import (
+    backend_error,
+    console,
+    emit_error,
+    emit_json,
+    fail_cleanly,
+    parse_now,
+    state,
+)
 from contextledger.errors import ContextLedgerError, InputError
 from contextledger.store.base import Scope
 
@@ -57,7 +65,7 @@ def import_cmd(
 ) -> None:
     """Import transcripts; each file is one transaction (a failure leaves nothing behind)."""
     results = []
-    failures = []
+    failures: list[ContextLedgerError] = []
     with fail_cleanly(as_json):
         ledger = state.ledger()
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, disable=as_json or len(paths) < 2, transient=True)
@@ -67,10 +75,10 @@ def import_cmd(
                 try:
                     results.append(ledger.import_file(p, format=format, scope=_scope()).as_dict())
                 except ContextLedgerError as exc:
-                    failures.append({"path": str(p), "error": type(exc).__name__, "message": str(exc)})
+                    failures.append(exc)
                 progress.advance(task)
     if as_json:
-        emit_json(results + failures if failures else results)
+        emit_json(results)
     else:
         for r in results:
             if not r["created"]:
@@ -86,10 +94,10 @@ def import_cmd(
                 console.print(f"  note: {n}", soft_wrap=True)
             if len(r["notes"]) > 10:
                 console.print(f"  … {len(r['notes']) - 10} more notes (see --json)")
-        for f in failures:
-            console.print(f"[red]error:[/red] {f['message']}", soft_wrap=True)
-    if failures:
-        raise typer.Exit(1)
+    # every failed file on stderr (the others were imported: one transaction per file)
+    codes = [emit_error(exc, as_json, path=getattr(exc, "path", None)) for exc in failures]
+    if codes:
+        raise typer.Exit(max(codes))
 
 
 # -- conversations --------------------------------------------------------------------------
@@ -280,13 +288,28 @@ def _register_groups() -> None:
 _register_groups()
 
 
-def main() -> None:  # pragma: no cover - console entry
-    """Console entry point."""
+def main() -> None:  # pragma: no cover - console entry, exercised as a process in tests
+    """Console entry point: runs the app; an error that escaped a command still ends in
+    one line on stderr and a documented exit status (:data:`~contextledger.cli.common.EXIT_CODES`).
+    An unexpected failure prints its traceback only with ``CONTEXTLEDGER_DEBUG=1``."""
+    import os
+
+    import sqlalchemy as sa
+
+    as_json = "--json" in sys.argv[1:]
     try:
         app()
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
+    except (ContextLedgerError, OSError) as exc:
+        raise SystemExit(emit_error(exc, as_json)) from None
+    except sa.exc.SQLAlchemyError as exc:
+        raise SystemExit(emit_error(backend_error(exc), as_json)) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except Exception as exc:
+        if os.environ.get("CONTEXTLEDGER_DEBUG"):
+            raise
+        internal = RuntimeError(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a defect — CONTEXTLEDGER_DEBUG=1 shows the traceback")
+        raise SystemExit(emit_error(internal, as_json)) from None
 
 
 if __name__ == "__main__":  # pragma: no cover
