@@ -1,4 +1,4 @@
-"""``contextledger bench scenarios | real | scale`` (issue "Prove it").
+"""``contextledger bench scenarios | real | scale | proxy``.
 
 Each command runs one benchmark, writes ``bench-<kind>.json``, ``bench-<kind>.md`` and
 its PNG plot into ``--out`` (default ``./bench-results``) and prints the Markdown tables,
@@ -133,3 +133,32 @@ def scale(
         shapes = list(SHAPES) if shape == "all" else [shape]
         points = run_scale(_ints(sizes, "--sizes"), backends=backend or ["sqlite"], pg_url=pg, runs=runs, shapes=shapes)
     _finish(build_report("scale", [], scale=[p.as_dict() for p in points]), out, as_json)
+
+
+@app.command("proxy")
+def proxy(
+    pg: Annotated[str, typer.Option("--pg", envvar="CONTEXTLEDGER_TEST_PG", help="Admin URL of a PostgreSQL server (a fresh database is created and dropped).")] = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Service worker processes.")] = 4,
+    agents: Annotated[int, typer.Option("--agents", min=1, help="Concurrent agents.")] = 32,
+    turns: Annotated[int, typer.Option("--turns", min=1, help="Turns per agent (two model requests each).")] = 50,
+    out: OutOpt = _DEFAULT_OUT,
+) -> None:
+    """The proxy under load on loopback: N workers over PostgreSQL, concurrent agents; the
+    latency it adds over calling the scripted upstream directly; the ledger checked for
+    lost or duplicated records (``pip install 'contextledger[server,postgres]'``)."""
+    import json
+
+    from contextledger.errors import InputError
+
+    with fail_cleanly():
+        try:
+            from contextledger.bench.proxy_load import run_proxy_load
+        except ModuleNotFoundError as exc:
+            raise InputError(f"contextledger bench proxy needs the server and postgres extras (missing module {exc.name!r})") from None
+        try:
+            report = run_proxy_load(pg_admin_url=pg, workers=workers, agents=agents, turns=turns).as_dict()
+        except RuntimeError as exc:
+            raise InputError(str(exc)) from None
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench-proxy.json").write_text(json.dumps(report, indent=2) + "\n")
+    emit_json(report)

@@ -83,7 +83,7 @@ class _Prepared:
     keys: list[str]
     body: dict[str, Any]
     assembly_id: str
-    started: float
+    timings_ms: dict[str, float]
 
 
 def _budget(request: Request, settings: Any, model: str | None) -> int | None:
@@ -101,19 +101,24 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
     service = request.app.state.service
     ledger = service.ledger
     scope = Scope(tenant_id=tenant)
-    started = time.perf_counter()
+    t0 = time.perf_counter()
     parsed = dialect.parse(body)
     budget = _budget(request, service.settings, parsed.model)
+    t1 = time.perf_counter()
     conv = conversation_for(ledger, scope, request.headers.get(CONVERSATION_HEADER), parsed, source=f"proxy:{dialect.name}")
     keys = chain_keys(root_key(conv.id), parsed.messages)
     position = record_chain(ledger, scope, conv.id, parsed.messages, keys, tools=parsed.tools)
+    t2 = time.perf_counter()
     result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=budget, scope=scope)
+    t3 = time.perf_counter()
     system_sha = (conv.metadata.get("proxy") or {}).get("system_sha256")
     upstream = dialect.upstream_body(body, parsed, result, ledger_system_blocks(result, system_sha, parsed.system_text))
     from contextledger.server.telemetry import assembly_span
 
     assembly_span(service.settings, result, dialect.gen_ai_provider, parsed.model)
-    return _Prepared(scope=scope, parsed=parsed, conversation_id=conv.id, keys=keys, body=upstream, assembly_id=result.record.id, started=started)
+    timings = {"parse": t1 - t0, "reconcile": t2 - t1, "assemble": t3 - t2, "prepare": time.perf_counter() - t0}
+    return _Prepared(scope=scope, parsed=parsed, conversation_id=conv.id, keys=keys, body=upstream, assembly_id=result.record.id,
+                     timings_ms={k: round(v * 1000, 2) for k, v in timings.items()})
 
 
 def _record_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: Answer) -> None:
@@ -189,7 +194,8 @@ async def _forward(request: Request, dialect: Dialect, prep: _Prepared) -> Respo
     service = request.app.state.service
     url = dialect.upstream_base(service.settings) + dialect.upstream_path
     content = json.dumps(prep.body, ensure_ascii=False).encode("utf-8")
-    ours = {ASSEMBLY_HEADER: prep.assembly_id, CONVERSATION_HEADER: prep.conversation_id}
+    ours = {ASSEMBLY_HEADER: prep.assembly_id, CONVERSATION_HEADER: prep.conversation_id,
+            "server-timing": ", ".join(f"{k};dur={v}" for k, v in prep.timings_ms.items())}
     try:
         upstream = await service.http.send(service.http.build_request("POST", url, content=content, headers=_upstream_headers(request)), stream=True)
     except httpx.TimeoutException:
