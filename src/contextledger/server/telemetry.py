@@ -60,9 +60,10 @@ def assembly_attributes(result: AssemblyResult, provider_name: str, model: str |
     return attrs
 
 
-def assembly_span(settings: ServerSettings, result: AssemblyResult, provider_name: str, model: str | None) -> None:
+def assembly_span(settings: ServerSettings, result: AssemblyResult, provider_name: str, model: str | None, *, tracer_provider: Any = None) -> None:
     """Emit the span of ``result`` when telemetry is on (its duration is the assembly's
-    recorded timings); a no-op otherwise or without the ``otel`` extra."""
+    recorded timings), through ``tracer_provider`` (default: the global one); a no-op
+    otherwise or without the ``otel`` extra."""
     if not settings.telemetry:
         return
     try:
@@ -71,6 +72,6 @@ def assembly_span(settings: ServerSettings, result: AssemblyResult, provider_nam
         return
     end = time.time_ns()
     duration_ms = sum(float(v) for v in result.record.timings_ms.values())
-    tracer = trace.get_tracer("contextledger")
+    tracer = trace.get_tracer("contextledger", tracer_provider=tracer_provider)
     span = tracer.start_span(f"retrieval {model or ''}".strip(), kind=trace.SpanKind.INTERNAL, attributes=assembly_attributes(result, provider_name, model), start_time=end - int(duration_ms * 1e6))
     span.end(end_time=end)
