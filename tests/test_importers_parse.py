@@ -730,7 +730,8 @@ def test_unknown_format_argument(tmp_path: Path) -> None:
     path = _jsonl(tmp_path / "chat.jsonl", [{"role": "user", "content": "x"}])
     with pytest.raises(ImportFormatError) as info:
         parse_file(path, format="yaml")
-    assert info.value.reason == "unknown format 'yaml': expected 'auto' or one of openai-chat, claude-code, swe-agent"
+    assert info.value.reason == f"unknown format 'yaml': expected 'auto' or one of {', '.join(SUPPORTED_FORMATS)}"
+    assert {"openai-chat", "claude-code", "swe-agent", "openai-responses", "anthropic-messages"} <= set(SUPPORTED_FORMATS)
 
 
 def test_fifty_megabyte_tool_output(tmp_path: Path) -> None:

@@ -34,11 +34,21 @@ class TextPart(_PartBase):
 
 
 class ThinkingPart(_PartBase):
-    """Model reasoning text.  Kept in the ledger; serializers decide whether it is sent."""
+    """Model reasoning.  Kept in the ledger exactly as received; never sent to a provider.
+
+    Attributes:
+        text: the reasoning text (Anthropic ``thinking``; the joined summary and reasoning
+            text of an OpenAI ``reasoning`` item); empty when the provider withheld it.
+        signature: the provider's opaque proof, byte for byte: an Anthropic ``signature``,
+            a ``redacted_thinking`` block's ``data`` or an OpenAI ``encrypted_content``.
+        redacted: ``True`` for an Anthropic ``redacted_thinking`` block (``signature``
+            then holds its ``data``).
+    """
 
     kind: Literal["thinking"] = "thinking"
     text: str
     signature: str | None = None
+    redacted: bool = False
 
 
 class ImagePart(_PartBase):

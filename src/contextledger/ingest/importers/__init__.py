@@ -6,7 +6,14 @@ one transaction.  Supported formats:
 * ``"openai-chat"``: OpenAI Chat Completions messages (JSON array, JSON Lines, or an object
   holding the list under ``messages`` / ``traj`` / ``history`` / ``conversation``);
 * ``"claude-code"``: Claude Code session JSON Lines, with ``<session>/subagents/`` folded in;
-* ``"swe-agent"``: SWE-agent ``.traj`` and mini-swe-agent ``.traj.json`` trajectories.
+* ``"swe-agent"``: SWE-agent ``.traj`` and mini-swe-agent ``.traj.json`` trajectories;
+* ``"openai-responses"``: OpenAI Responses request bodies, response objects, item arrays
+  and JSON Lines of items;
+* ``"anthropic-messages"``: Anthropic Messages request bodies (and bare message arrays).
+
+A logged exchange ``{"request": body, "response": reply}`` of the three API formats is read
+as the request followed by the reply.  :func:`parse_request_body` parses an already
+decoded body of any of the three API formats, independent of files.
 
 Codex CLI rollouts and Aider chat histories are recognised and rejected with an
 :class:`~contextledger.errors.ImportFormatError` whose reason ends in
@@ -21,19 +28,40 @@ from pathlib import Path
 from typing import Any
 
 from contextledger.errors import ImportFormatError
+from contextledger.ingest.importers.anthropic_messages import parse_anthropic_file
+from contextledger.ingest.importers.bodies import (
+    BODY_PROVIDERS,
+    detect_body_provider,
+    parse_request_body,
+)
 from contextledger.ingest.importers.claude_code import parse_claude_code
-from contextledger.ingest.importers.common import Source, parse_json_document, read_source
+from contextledger.ingest.importers.common import (
+    Source,
+    content_key_of,
+    parse_json_document,
+    read_source,
+    split_exchange,
+)
 from contextledger.ingest.importers.detect import (
     SUPPORTED_FORMATS,
     UNSUPPORTED_FORMATS,
     detect_source,
 )
-from contextledger.ingest.importers.openai_chat import parse_openai_chat
+from contextledger.ingest.importers.openai_chat import parse_chat_body, parse_openai_chat
+from contextledger.ingest.importers.openai_responses import parse_responses_file
 from contextledger.ingest.importers.swe_agent import parse_swe_agent
 from contextledger.ingest.transcript import ImportedTranscript
 from contextledger.limits import loads_json
 
-__all__ = ["SUPPORTED_FORMATS", "UNSUPPORTED_FORMATS", "detect_format", "parse_file"]
+__all__ = [
+    "BODY_PROVIDERS",
+    "SUPPORTED_FORMATS",
+    "UNSUPPORTED_FORMATS",
+    "detect_body_provider",
+    "detect_format",
+    "parse_file",
+    "parse_request_body",
+]
 
 
 def _document_for(source: Source, format: str) -> Any | None:
@@ -94,4 +122,11 @@ def parse_file(path: Path, format: str = "auto") -> ImportedTranscript:
         return parse_claude_code(source)
     if chosen == "swe-agent":
         return parse_swe_agent(source, document)
+    if chosen == "openai-responses":
+        return parse_responses_file(source, document)
+    if chosen == "anthropic-messages":
+        return parse_anthropic_file(source, document if document is not None else parse_json_document(source))
+    if isinstance(document, dict):
+        body, response = split_exchange(document)
+        return parse_chat_body(body, response=response, path=source.name, content_key=content_key_of([source.data]))
     return parse_openai_chat(source, document)

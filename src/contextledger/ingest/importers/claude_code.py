@@ -35,6 +35,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from contextledger.ingest.importers.anthropic_blocks import AnthropicBlocks, json_text
 from contextledger.ingest.importers.build import MAIN, first_user_title
 from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
@@ -42,8 +43,6 @@ from contextledger.ingest.importers.common import (
     content_key_of,
     describe_json,
     fail,
-    image_from_base64,
-    image_from_url,
     iter_jsonl,
     parse_timestamp,
     read_source,
@@ -51,11 +50,8 @@ from contextledger.ingest.importers.common import (
 from contextledger.ingest.transcript import ImportedMessage, ImportedParticipant, ImportedTranscript
 from contextledger.records.enums import MessageKind, Role, RuntimeKind
 from contextledger.records.parts import (
-    ImagePart,
     Part,
     TextPart,
-    ThinkingPart,
-    ToolCallPart,
     ToolResultPart,
 )
 
@@ -104,10 +100,6 @@ def subagent_files(main: Path) -> list[Path]:
     return sorted(p for p in folder.glob("agent-*.jsonl") if p.is_file())
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _detach(node: _Node) -> None:
     if node.parent is not None:
         node.parent.children.remove(node)
@@ -148,6 +140,7 @@ class _Builder:
         self.notes: list[str] = []
         self.skipped: list[str] = []
         self.registry = CallIdRegistry(self.notes)
+        self.blocks = AnthropicBlocks(main.path, self.registry, self.notes, separator=": ")
         self.nodes: list[_Node] = []
         self.by_uuid: dict[str, _Node] = {}
         self.groups: dict[tuple[str, str], _Node] = {}
@@ -316,63 +309,13 @@ class _Builder:
         return node
 
     def _assistant_parts(self, content: Any, node: _Node, location: str, attachments: dict[str, bytes]) -> list[Part]:
-        path = self.main.path
-        if isinstance(content, str):
-            return [TextPart(text=content)] if content else []
-        if not isinstance(content, list):
-            fail(path, f"{location}: message.content", f"expected a string or an array of blocks, found {describe_json(content)}")
-        parts: list[Part] = []
-        for j, block in enumerate(content):
-            where = f"{location}: content[{j}]"
-            if not isinstance(block, dict):
-                fail(path, where, f"expected a content block object, found {describe_json(block)}")
-            kind = block.get("type")
-            if kind == "text":
-                text = block.get("text")
-                if isinstance(text, str) and text:
-                    parts.append(TextPart(text=text))
-            elif kind == "thinking":
-                signature = block.get("signature")
-                parts.append(ThinkingPart(text=str(block.get("thinking") or ""), signature=signature if isinstance(signature, str) and signature else None))
-            elif kind == "redacted_thinking":
-                data = block.get("data")
-                parts.append(ThinkingPart(text="", signature=data if isinstance(data, str) else None))
-            elif kind in ("tool_use", "server_tool_use"):
-                name = block.get("name")
-                if not isinstance(name, str) or not name:
-                    fail(path, where, "tool_use block has no name")
-                raw_id = block.get("id") if isinstance(block.get("id"), str) else None
-                call_id = self.registry.call(raw_id, where)
-                if raw_id:
-                    node.call_ids.add(raw_id)
-                arguments = block.get("input", {})
-                if name in _TASK_TOOLS and isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
-                    self.task_prompts[call_id] = arguments["prompt"]
-                parts.append(ToolCallPart(call_id=call_id, tool_name=name, arguments_json=json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))))
-            elif kind == "image":
-                image = self._image(block, where, attachments)
-                parts.append(image)
-            else:
-                self.notes.append(f"{where}: content block of type {kind!r} kept as JSON text")
-                parts.append(TextPart(text=_json_text(block)))
-        return parts
+        def on_call(raw_id: str | None, call_id: str, name: str, arguments: Any) -> None:
+            if raw_id:
+                node.call_ids.add(raw_id)
+            if name in _TASK_TOOLS and isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
+                self.task_prompts[call_id] = arguments["prompt"]
 
-    def _image(self, block: dict[str, Any], where: str, attachments: dict[str, bytes]) -> ImagePart:
-        source = block.get("source")
-        if not isinstance(source, dict):
-            fail(self.main.path, where, "image block has no 'source'")
-        if source.get("type") == "base64" and isinstance(source.get("data"), str):
-            given = source.get("media_type")
-            media_type = given if isinstance(given, str) else "application/octet-stream"
-            image, raw = image_from_base64(source["data"], media_type, self.main.path, where)
-            attachments[image.blob_key or ""] = raw
-            return image
-        if isinstance(source.get("url"), str):
-            image, maybe_raw = image_from_url(source["url"], self.main.path, where)
-            if maybe_raw is not None and image.blob_key:
-                attachments[image.blob_key] = maybe_raw
-            return image
-        fail(self.main.path, where, f"image source of type {source.get('type')!r} is not supported")
+        return self.blocks.assistant_parts(content, location, attachments, on_call)
 
     # ----------------------------------------------------------------- user
 
@@ -387,32 +330,17 @@ class _Builder:
             kind = MessageKind.COMPACTION
         elif record.get("isMeta") is True:
             kind = MessageKind.META
-        content = message.get("content")
         texts: list[Part] = []
         attachments: dict[str, bytes] = {}
         results: list[ImportedMessage] = []
-        if isinstance(content, str):
-            if content:
-                texts.append(TextPart(text=content))
-        elif isinstance(content, list):
-            for j, block in enumerate(content):
-                where = f"{location}: content[{j}]"
-                if not isinstance(block, dict):
-                    fail(path, where, f"expected a content block object, found {describe_json(block)}")
-                block_type = block.get("type")
-                if block_type == "tool_result":
-                    results.append(self._tool_result(node, record, block, where))
-                elif block_type == "text":
-                    text = block.get("text")
-                    if isinstance(text, str) and text:
-                        texts.append(TextPart(text=text))
-                elif block_type == "image":
-                    texts.append(self._image(block, where, attachments))
-                else:
-                    self.notes.append(f"{where}: content block of type {block_type!r} kept as JSON text")
-                    texts.append(TextPart(text=_json_text(block)))
-        elif content is not None:
-            fail(path, f"{location}: message.content", f"expected a string or an array of blocks, found {describe_json(content)}")
+        for j, block in enumerate(self.blocks.blocks(message.get("content"), location)):
+            where = self.blocks.where(location, j)
+            if block.get("type") == "tool_result":
+                results.append(self._tool_result(node, record, block, where))
+                continue
+            part = self.blocks.user_part(block, where, attachments)
+            if part is not None:
+                texts.append(part)
         node.results_only = bool(results) and not texts
         node.messages.extend(results)
         if texts or not results:
@@ -426,11 +354,9 @@ class _Builder:
             msg.key = node.key if i == 0 else f"{node.key}#{i}"
 
     def _tool_result(self, node: _Node, record: dict[str, Any], block: dict[str, Any], where: str) -> ImportedMessage:
-        raw_id = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
+        raw_id, text, images, attachments, is_error = self.blocks.result(block, where)
         if raw_id:
             node.answers.add(raw_id)
-        text, images, attachments = self._result_content(block.get("content"), where)
-        is_error = block.get("is_error") is True
         call_id = self.registry.result(raw_id, where)
         metadata: dict[str, Any] = {}
         if call_id is None:
@@ -453,25 +379,6 @@ class _Builder:
             created_at=node.timestamp, metadata=metadata,
         )
 
-    def _result_content(self, content: Any, where: str) -> tuple[str, list[ImagePart], dict[str, bytes]]:
-        if content is None:
-            return "", [], {}
-        if isinstance(content, str):
-            return content, [], {}
-        if not isinstance(content, list):
-            fail(self.main.path, f"{where}.content", f"expected a string or an array of blocks, found {describe_json(content)}")
-        texts: list[str] = []
-        images: list[ImagePart] = []
-        attachments: dict[str, bytes] = {}
-        for k, item in enumerate(content):
-            if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
-                texts.append(item["text"])
-            elif isinstance(item, dict) and item.get("type") == "image":
-                images.append(self._image(item, f"{where}.content[{k}]", attachments))
-            else:
-                texts.append(item if isinstance(item, str) else _json_text(item))
-        return "\n".join(texts), images, attachments
-
     # ----------------------------------------------------------------- other records
 
     def _side_message(self, record: dict[str, Any], rtype: str, key: str, participant: str, location: str, timestamp: datetime | None) -> ImportedMessage:
@@ -486,7 +393,7 @@ class _Builder:
         elif rtype == "progress":
             kind = MessageKind.PROGRESS
             data = record.get("data")
-            text = _json_text(data)
+            text = json_text(data)
             if isinstance(data, dict) and isinstance(data.get("type"), str):
                 metadata["progress_type"] = data["type"]
             for source_key, meta_key in (("toolUseID", "tool_use_id"), ("parentToolUseID", "parent_tool_use_id")):
@@ -494,12 +401,12 @@ class _Builder:
                     metadata[meta_key] = record[source_key]
         elif rtype == "system":
             content = record.get("content")
-            text = content if isinstance(content, str) else _json_text({k: v for k, v in record.items() if k not in _ENVELOPE})
+            text = content if isinstance(content, str) else json_text({k: v for k, v in record.items() if k not in _ENVELOPE})
             for source_key in ("subtype", "level"):
                 if isinstance(record.get(source_key), str):
                     metadata[source_key] = record[source_key]
         elif rtype == "file-history-snapshot":
-            text = _json_text(record.get("snapshot"))
+            text = json_text(record.get("snapshot"))
             if isinstance(record.get("messageId"), str):
                 metadata["message_id"] = record["messageId"]
         elif rtype == "queue-operation":
@@ -510,7 +417,7 @@ class _Builder:
                 metadata["operation"] = record["operation"]
         else:
             self.notes.append(f"{location}: unknown record type {rtype!r} kept as meta")
-            text = _json_text({k: v for k, v in record.items() if k not in _ENVELOPE})
+            text = json_text({k: v for k, v in record.items() if k not in _ENVELOPE})
         return ImportedMessage(
             key=key, role=role, kind=kind, parts=[TextPart(text=text)], participant_key=participant,
             source_ref=location, created_at=timestamp, metadata=metadata,

@@ -15,7 +15,7 @@ import hashlib
 import json
 import mimetypes
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from contextledger.limits import JsonDepthError, loads_json
 from contextledger.records.parts import ImagePart
 
 __all__ = [
+    "REQUEST_BODY",
     "TITLE_MAX_CHARS",
     "Source",
     "content_key_of",
@@ -35,11 +36,16 @@ __all__ = [
     "image_from_base64",
     "image_from_url",
     "iter_jsonl",
+    "json_content_key",
     "make_title",
     "parse_json_document",
     "parse_timestamp",
     "read_source",
+    "split_exchange",
 ]
+
+REQUEST_BODY = "<request body>"
+"""The path label of a transcript parsed from a decoded request body rather than a file."""
 
 TITLE_MAX_CHARS = 80
 """Longest transcript title, in characters."""
@@ -108,6 +114,29 @@ def content_key_of(chunks: Iterable[bytes]) -> str:
     for chunk in chunks:
         digest.update(chunk)
     return f"sha256:{digest.hexdigest()}"
+
+
+def json_content_key(path: Path | str, *values: Any) -> str:
+    """``sha256:<hex>`` of the canonical JSON (sorted keys, compact) of ``values``.
+
+    The idempotency key of a transcript parsed from decoded request bodies; ``None``
+    values are skipped.
+
+    Raises:
+        ImportFormatError: a value JSON cannot encode, or nesting too deep.
+    """
+    chunks: list[bytes] = []
+    for value in values:
+        if value is None:
+            continue
+        try:
+            text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            fail(path, None, f"body is not JSON data: {exc}")
+        except RecursionError:
+            fail(path, None, "body nesting too deep")
+        chunks.append(text.encode("utf-8", "surrogatepass"))
+    return content_key_of(chunks)
 
 
 def describe_json(value: Any) -> str:
@@ -273,3 +302,16 @@ def image_from_url(url: str, path: Path | str, location: str) -> tuple[ImagePart
         return ImagePart(media_type=media_type, blob_key=key, size_bytes=len(raw)), raw
     guessed, _ = mimetypes.guess_type(url.split("?", 1)[0])
     return ImagePart(media_type=guessed or "application/octet-stream", url=url), None
+
+
+def split_exchange(document: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any] | None]:
+    """``(request body, response or None)`` of a logged exchange ``{"request", "response"}``.
+
+    A document without a ``request`` object (or one that holds its own ``messages`` /
+    ``input``) is returned as the body itself.
+    """
+    request = document.get("request")
+    if isinstance(request, Mapping) and "messages" not in document and "input" not in document:
+        response = document.get("response")
+        return request, response if isinstance(response, Mapping) else None
+    return document, None

@@ -12,8 +12,19 @@ import json
 import re
 from typing import Any
 
+from contextledger.ingest.importers.bodies import (
+    RESPONSES_ITEM_TYPES,
+    detect_body_provider,
+    message_list_dialect,
+)
 from contextledger.ingest.importers.claude_code import RECORD_TYPES
-from contextledger.ingest.importers.common import Source, describe_json, fail, parse_json_document
+from contextledger.ingest.importers.common import (
+    Source,
+    describe_json,
+    fail,
+    parse_json_document,
+    split_exchange,
+)
 from contextledger.ingest.importers.openai_chat import LIST_KEYS
 from contextledger.limits import loads_json
 
@@ -25,9 +36,16 @@ __all__ = [
     "detect_source",
 ]
 
-SUPPORTED_FORMATS: tuple[str, ...] = ("openai-chat", "claude-code", "swe-agent")
+SUPPORTED_FORMATS: tuple[str, ...] = (
+    "openai-chat",
+    "claude-code",
+    "swe-agent",
+    "openai-responses",
+    "anthropic-messages",
+)
 UNSUPPORTED_FORMATS: tuple[str, ...] = ("codex-rollout", "aider-history")
 CODEX_RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+_BODY_FORMATS = {"openai-chat": "openai-chat", "openai-responses": "openai-responses", "anthropic": "anthropic-messages"}
 _AIDER_HEADER = re.compile(r"^# aider chat started at ", re.M)
 _SCAN_LINES = 50
 
@@ -66,6 +84,8 @@ def _classify_record(source: Source, value: Any, line_no: int) -> str:
         return "claude-code"
     if _is_codex_record(value):
         _unsupported(source, "codex-rollout", "Codex CLI rollout")
+    if isinstance(value, dict) and value.get("type") in RESPONSES_ITEM_TYPES:
+        return "openai-responses"
     if isinstance(value, dict) and "role" in value:
         return "openai-chat"
     what = f"an object with keys {', '.join(repr(k) for k in list(value)[:8])}" if isinstance(value, dict) else describe_json(value)
@@ -101,8 +121,8 @@ def _classify_document(source: Source, document: Any) -> str:
         if not document:
             fail(source.path, None, "JSON array is empty: expected a list of chat messages")
         first = document[0]
-        if isinstance(first, dict) and "role" in first:
-            return "openai-chat"
+        if isinstance(first, dict) and ("role" in first or first.get("type") in RESPONSES_ITEM_TYPES):
+            return _BODY_FORMATS[detect_body_provider(document, source.name)]
         fail(source.path, "[0]", f"expected chat messages with a 'role', found {describe_json(first)}"
              + (f" with keys {', '.join(repr(k) for k in list(first)[:8])}" if isinstance(first, dict) else ""))
     if isinstance(document, dict):
@@ -112,6 +132,13 @@ def _classify_document(source: Source, document: Any) -> str:
             _unsupported(source, "codex-rollout", "Codex CLI rollout")
         if _looks_swe_agent(document):
             return "swe-agent"
+        body, _ = split_exchange(document)
+        if "input" in body and not isinstance(body.get("messages"), list):
+            return "openai-responses"
+        if body.get("object") == "response" and isinstance(body.get("output"), list):
+            return "openai-responses"
+        if isinstance(body.get("messages"), list):
+            return _BODY_FORMATS[message_list_dialect(body["messages"], has_system_field=isinstance(body.get("system"), str | list))]
         if any(isinstance(document.get(k), list) for k in LIST_KEYS):
             return "openai-chat"
         found = ", ".join(repr(k) for k in list(document)[:12]) or "none"

@@ -27,6 +27,7 @@ from contextledger.ingest.importers.common import describe_json, fail, image_fro
 from contextledger.ingest.transcript import ImportedMessage
 from contextledger.records.enums import MessageKind, Role
 from contextledger.records.parts import (
+    BinaryPart,
     ImagePart,
     Part,
     TextPart,
@@ -111,12 +112,32 @@ def _convert_content(content: Any, path: Path | str, location: str, notes: list[
             if raw is not None and image.blob_key is not None:
                 out.attachments[image.blob_key] = raw
             continue
+        if kind == "input_image" and isinstance(item.get("image_url"), str) and item["image_url"]:
+            image, raw = image_from_url(item["image_url"], path, where)
+            out.images.append(image)
+            if raw is not None and image.blob_key is not None:
+                out.attachments[image.blob_key] = raw
+            continue
+        if kind == "input_file" and isinstance(item.get("file_data"), str):
+            out.parts.append(_file_part(item, path, where, out.attachments))
+            continue
         if kind == "refusal" and isinstance(item.get("refusal"), str):
             out.parts.append(TextPart(text=item["refusal"]))
             continue
         notes.append(f"{where}: content part of type {kind!r} kept as JSON text")
         out.parts.append(TextPart(text=json.dumps(item, ensure_ascii=False)))
     return out
+
+
+def _file_part(item: Mapping[str, Any], path: Path | str, where: str, attachments: dict[str, bytes]) -> BinaryPart:
+    """A Responses ``input_file`` part with inline ``file_data`` (a data URL or base64)."""
+    data = str(item["file_data"])
+    name = item.get("filename") if isinstance(item.get("filename"), str) else None
+    url = data if data.startswith("data:") else f"data:application/octet-stream;base64,{data}"
+    image, raw = image_from_url(url, path, where)
+    if raw is not None and image.blob_key is not None:
+        attachments[image.blob_key] = raw
+    return BinaryPart(media_type=image.media_type, blob_key=image.blob_key, size_bytes=image.size_bytes, name=name)
 
 
 class OpenAIMessageConverter:
@@ -182,6 +203,10 @@ class OpenAIMessageConverter:
         parts.extend(content.images)
         if role is Role.ASSISTANT:
             parts.extend(self._tool_calls(item, location))
+        elif isinstance(item.get("tool_calls"), list) and item["tool_calls"]:
+            # tau2-bench: the simulated user calls its own tools; kept as data, not as calls
+            self._notes.append(f"{location}: {role_value} message's tool calls kept as JSON text")
+            parts.append(TextPart(text=json.dumps(item["tool_calls"], ensure_ascii=False)))
         message = ImportedMessage(
             key=key, role=role, parts=parts, attachments=content.attachments, source_ref=location
         )
@@ -201,6 +226,8 @@ class OpenAIMessageConverter:
             if not isinstance(call, dict):
                 fail(path, where, f"expected a tool call object, found {describe_json(call)}")
             function = call.get("function")
+            if function is None and isinstance(call.get("name"), str):
+                function = call  # tau2-bench: name and arguments (an object) on the call itself
             if not isinstance(function, dict) or not isinstance(function.get("name"), str):
                 fail(path, where, "tool call has no function name")
             raw_id = call.get("id")
@@ -229,6 +256,8 @@ class OpenAIMessageConverter:
                 raw_id = ids[0]
                 if len(ids) > 1:
                     self._notes.append(f"{location}: result lists {len(ids)} call ids; linked to the first")
+            elif raw_id is None and isinstance(item.get("id"), str):
+                raw_id = item["id"]  # tau2-bench tool messages carry the call id as "id"
         call_id = self._registry.result(raw_id, location)
         metadata: dict[str, Any] = {}
         name = item.get("name")
@@ -244,7 +273,8 @@ class OpenAIMessageConverter:
                 key=key, role=Role.USER, kind=MessageKind.OBSERVATION, parts=parts,
                 attachments=content.attachments, source_ref=location, metadata=metadata,
             )
-        result = ToolResultPart(call_id=call_id, text=text, images=tuple(content.images))
+        is_error = item.get("error") is True  # tau2-bench marks failed calls
+        result = ToolResultPart(call_id=call_id, text=text, is_error=is_error, images=tuple(content.images))
         return ImportedMessage(
             key=key, role=Role.TOOL, parts=[result], attachments=content.attachments,
             source_ref=location, metadata=metadata,
