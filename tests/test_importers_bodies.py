@@ -370,6 +370,16 @@ def test_one_entry_point_for_every_provider() -> None:
         parse_request_body("gemini", CHAT_BODY)
 
 
+def test_deep_bodies_are_refused_in_one_line() -> None:
+    deep: Any = "x"
+    for _ in range(150):
+        deep = [deep]
+    body = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {"a": deep}}]}]}
+    with pytest.raises(ImportFormatError) as info:
+        parse_request_body("anthropic", body, label="req")
+    assert str(info.value) == "req: invalid JSON: nesting deeper than 100 levels"
+
+
 def test_message_list_dialects() -> None:
     assert detect_body_provider([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]}]) == "anthropic"
     assert detect_body_provider([{"role": "user", "content": "hi"}]) == "openai-chat"

@@ -28,6 +28,7 @@ from contextledger.ingest.importers.openai_chat import parse_chat_body
 from contextledger.ingest.importers.openai_responses import parse_openai_responses
 from contextledger.ingest.importers.responses_items import CALL_ITEMS, OUTPUT_ITEMS, SERVER_ITEMS
 from contextledger.ingest.transcript import ImportedTranscript
+from contextledger.limits import MAX_JSON_DEPTH, json_depth_exceeds
 
 __all__ = [
     "BODY_PROVIDERS",
@@ -86,11 +87,15 @@ def parse_request_body(
     Raises:
         InputError: an unknown ``provider`` (the message names the known ones).
         ImportFormatError: the body does not match the format (location names the
-            message or item, e.g. ``"messages[3].content[1]"``).
+            message or item, e.g. ``"messages[3].content[1]"``), or nests deeper than
+            :data:`~contextledger.limits.MAX_JSON_DEPTH` levels.
     """
     parser = _PARSERS.get(str(provider))
     if parser is None:
         raise InputError(f"unknown provider {provider!r}; expected one of {list(BODY_PROVIDERS)}")
+    for part, value in (("body", body), ("response", response)):
+        if value is not None and json_depth_exceeds(value, MAX_JSON_DEPTH):
+            fail(label, part if part == "response" else None, f"invalid JSON: nesting deeper than {MAX_JSON_DEPTH} levels")
     return parser(body, response=response, path=label, content_key=content_key)
 
 
