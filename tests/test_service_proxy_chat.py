@@ -111,3 +111,24 @@ def _check(upstream: ScriptedUpstream, ledger: Ledger, before: int, stream: bool
     assert [(c.call_id, c.status.value) for c in calls] == [(answers[0]["tool_calls"][0]["id"], "succeeded")]
     arts = ledger.store.artifacts(ledger.scope(), conv_id)
     assert len(arts) == 1 and ledger.rehydrate(arts[0].id) == result.encode()
+
+
+def test_delta_requests_continue_a_named_conversation(stack: tuple[str, ScriptedUpstream, Ledger]) -> None:
+    proxy, upstream, ledger = stack
+    rec = ledger.recorder()
+    conv = rec.start_conversation(title="delta", system_prompt=SYSTEM)
+    rec.record_message(conv.id, "user", "Port the parser to Rust. Never use unsafe blocks.")
+    rec.record_assistant(conv.id, tool_calls=[{"call_id": "call_d0", "tool_name": "run", "arguments": {"command": "cargo build"}}])
+    rec.record_tool_result(conv.id, "call_d0", "error[E0308]: mismatched types in src/parse.rs:41")
+    headers = {"x-contextledger-conversation": conv.id, "x-contextledger-history": "delta"}
+    with openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-x", max_retries=0, default_headers=headers) as client:
+        first = client.chat.completions.create(model="gpt-4o", tools=TOOLS, messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Fix the type error."}])
+        call = first.choices[0].message.tool_calls[0]
+        sent = upstream.received[-1].body["messages"]
+        assert "Never use unsafe blocks" in json.dumps(sent) and "src/parse.rs:41" in json.dumps(sent)
+        client.chat.completions.create(model="gpt-4o", tools=TOOLS, messages=[{"role": "system", "content": SYSTEM}, {"role": "tool", "tool_call_id": call.id, "content": "Finished dev profile"}])
+    recorded = ledger.store.messages(ledger.scope(), conv.id)
+    assert [m.role.value for m in recorded] == ["system", "user", "assistant", "tool", "user", "assistant", "tool", "assistant"]
+    assert [m.parent_message_id for m in recorded[4:]] == [m.id for m in recorded[3:-1]]
+    with openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-x", max_retries=0) as client, pytest.raises(openai.BadRequestError, match="delta"):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}], extra_headers={"x-contextledger-history": "delta"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from contextledger.server.proxy.anthropic import AnthropicDialect
 from contextledger.server.proxy.openai_chat import OpenAIChatDialect
 from contextledger.server.proxy.pipeline import handle
 
@@ -13,8 +14,15 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["proxy"])
 _CHAT = OpenAIChatDialect()
+_MESSAGES = AnthropicDialect()
+_BODY = {"requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}}
 
 
-@router.post("/chat/completions", summary="OpenAI Chat Completions, with assembled context", openapi_extra={"requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}})
+@router.post("/chat/completions", summary="OpenAI Chat Completions, with assembled context", openapi_extra=_BODY)
 async def chat_completions(request: Request) -> Response:
     return await handle(request, _CHAT)
+
+
+@router.post("/messages", summary="Anthropic Messages, with assembled context", openapi_extra=_BODY)
+async def messages(request: Request) -> Response:
+    return await handle(request, _MESSAGES)

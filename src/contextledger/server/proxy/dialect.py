@@ -42,6 +42,10 @@ class AnswerStream(ABC):
         """Take one SSE event."""
 
     @abstractmethod
+    def ended(self) -> bool:
+        """Whether the stream sent the provider's last event (success or error)."""
+
+    @abstractmethod
     def answer(self) -> Answer | None:
         """The answer once the stream completed as the provider ends a stream; ``None``
         while (or when) it did not — a dropped stream is never recorded."""

@@ -1,8 +1,8 @@
 """The OpenAI Chat Completions dialect (``POST /v1/chat/completions``).
 
 Request: the leading ``system`` / ``developer`` messages are the client's system prompt
-and go upstream verbatim; the rest is the history, parsed by the ``openai-chat``
-importer's message converter and replaced upstream by the assembled messages.  The
+and go upstream verbatim; the rest is the history (read by the request-body importer) and
+is replaced upstream by the assembled messages.  The
 ledger's own system blocks (rules, pinned constraints) follow the client's as one more
 ``system`` message.  ``tools`` go upstream as the client sent them, plus the minimal
 declaration the serializer gives a tool called in the history but no longer declared.
@@ -18,32 +18,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextledger.assembly.assembler import AssemblyResult
-from contextledger.errors import InputError
-from contextledger.ingest.importers.call_ids import CallIdRegistry
-from contextledger.ingest.importers.openai_messages import OpenAIMessageConverter
-from contextledger.ingest.transcript import ImportedMessage
-from contextledger.records.parts import TextPart
-from contextledger.server.proxy.dialect import Answer, AnswerStream, Dialect
+from contextledger.server.proxy.bodies import BodyDialect, BodyRequest
+from contextledger.server.proxy.dialect import Answer, AnswerStream
 from contextledger.server.proxy.reconcile import ParsedRequest
 from contextledger.server.proxy.sse import SseEvent
 
 __all__ = ["OpenAIChatDialect"]
-
-_SYSTEM_ROLES = ("system", "developer")
-
-
-class _Parsed(ParsedRequest):
-    """A parsed chat request, with the converter that continues its call-id registry."""
-
-    converter: OpenAIMessageConverter
-    head: list[dict[str, Any]]
-
-
-def _head_count(messages: list[Any]) -> int:
-    n = 0
-    while n < len(messages) and isinstance(messages[n], dict) and messages[n].get("role") in _SYSTEM_ROLES:
-        n += 1
-    return n
 
 
 def _function_tools(tools: Any) -> list[dict[str, Any]]:
@@ -52,10 +32,11 @@ def _function_tools(tools: Any) -> list[dict[str, Any]]:
     return [t for t in tools if isinstance(t, dict) and t.get("type", "function") == "function" and isinstance(t.get("function"), dict)]
 
 
-class OpenAIChatDialect(Dialect):
+class OpenAIChatDialect(BodyDialect):
     """See module docstring."""
 
     name = "openai-chat"
+    body_provider = "openai-chat"
     provider = "openai-chat"
     upstream_path = "/chat/completions"
     gen_ai_provider = "openai"
@@ -63,43 +44,18 @@ class OpenAIChatDialect(Dialect):
     def upstream_base(self, settings: Any) -> str:
         return str(settings.openai_upstream)
 
-    def parse(self, body: dict[str, Any]) -> ParsedRequest:
-        messages = body.get("messages")
-        if not isinstance(messages, list):
-            raise InputError("a Chat Completions request needs a 'messages' array")
-        notes: list[str] = []
-        converter = OpenAIMessageConverter("request", CallIdRegistry(notes), notes)
-        n = _head_count(messages)
-        head = [converter.convert(m, f"msg:{i}", f"messages[{i}]") for i, m in enumerate(messages[:n])]
-        history = [converter.convert(m, f"msg:{i}", f"messages[{i}]") for i, m in enumerate(messages) if i >= n]
-        system = "\n\n".join(t for t in ("\n".join(p.text for p in m.parts if isinstance(p, TextPart)) for m in head) if t.strip())
-        parsed = _Parsed(system_text=system, messages=history, tools=_function_tools(body.get("tools")), model=body.get("model") if isinstance(body.get("model"), str) else None, stream=body.get("stream") is True)
-        parsed.converter = converter
-        parsed.head = list(messages[:n])
-        return parsed
-
     def upstream_body(self, body: dict[str, Any], parsed: ParsedRequest, result: AssemblyResult, ledger_blocks: Sequence[str]) -> dict[str, Any]:
-        assert isinstance(parsed, _Parsed)
         assembled = list(result.payload.get("messages", []))
         if assembled and assembled[0].get("role") == "system":
             assembled = assembled[1:]
         extra = [{"role": "system", "content": "\n\n".join(ledger_blocks)}] if ledger_blocks else []
-        out = {**body, "messages": [*parsed.head, *extra, *assembled]}
+        head = body["messages"][:parsed.head] if isinstance(parsed, BodyRequest) else []
+        out = {**body, "messages": [*head, *extra, *assembled]}
         declared = {str(t["function"].get("name")) for t in _function_tools(body.get("tools"))}
         missing = [t for t in result.payload.get("tools", []) if t.get("function", {}).get("name") not in declared]
         if missing:
             out["tools"] = [*(body.get("tools") or []), *missing]
         return out
-
-    def _answer(self, parsed: ParsedRequest, message: dict[str, Any]) -> list[ImportedMessage]:
-        assert isinstance(parsed, _Parsed)
-        converted = parsed.converter.convert({**message, "role": "assistant"}, "answer", "answer")
-        return [converted] if converted.parts else []
-
-    def answer_from_json(self, parsed: ParsedRequest, data: dict[str, Any]) -> Answer:
-        choice = (data.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
-        return Answer(messages=self._answer(parsed, message), usage=data.get("usage") or {}, response_id=data.get("id"), model=data.get("model"), finish_reason=choice.get("finish_reason"))
 
     def answer_stream(self, parsed: ParsedRequest) -> AnswerStream:
         return _ChatStream(self, parsed)
@@ -156,6 +112,9 @@ class _ChatStream(AnswerStream):
                 slot["function"]["name"] += fn.get("name") or ""
                 slot["function"]["arguments"] += fn.get("arguments") or ""
 
+    def ended(self) -> bool:
+        return self.done or self.broken
+
     def answer(self) -> Answer | None:
         if not self.done or self.broken:
             return None
@@ -164,4 +123,7 @@ class _ChatStream(AnswerStream):
             message["reasoning_content"] = "".join(self.reasoning)
         if self.calls:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
-        return Answer(messages=self.dialect._answer(self.parsed, message), usage=self.usage, response_id=self.meta.get("id"), model=self.meta.get("model"), finish_reason=self.finish)
+        response = {"id": self.meta.get("id"), "object": "chat.completion", "model": self.meta.get("model"),
+                    "choices": [{"index": 0, "message": message, "finish_reason": self.finish}], "usage": self.usage}
+        answer: Answer = self.dialect.answer_from_json(self.parsed, response)
+        return answer

@@ -1,6 +1,8 @@
 """The proxy's path for one request (issue "Drop-in", steps 1–5).
 
-1. identify the conversation (:func:`~.reconcile.conversation_for`);
+1. identify the conversation (:func:`~.reconcile.conversation_for`); a client that names it
+   may send only its new messages (``x-contextledger-history: delta``): they continue the
+   conversation's newest message;
 2. record what of the client's history is new (:func:`~.reconcile.record_chain`: once,
    forks for changed history, raw tool results as artifacts first);
 3. assemble under the policy with the request's own tools and budget
@@ -9,8 +11,10 @@
    headers (never stored or logged); stream the answer back chunk by chunk as it arrives
    and record the assistant turn once the stream ended as the provider ends one; add
    ``x-contextledger-assembly-id`` (and ``x-contextledger-conversation``);
-5. upstream errors, timeouts and dropped streams reach the client in the provider's shape;
-   no answer is recorded for them.
+5. upstream errors pass unchanged; timeouts, unreachable upstreams and streams that break
+   off or end before the provider's last event reach the client as errors in the
+   provider's shape (an error event appended to a stream); no answer is recorded for
+   them.
 
 A body that is not a JSON object is rejected in the provider's error shape; a body the
 parsers cannot read, or whose assembly fails, is forwarded untouched (the response says
@@ -38,6 +42,7 @@ from contextledger.server.proxy.dialect import Answer, Dialect, ledger_system_bl
 from contextledger.server.proxy.reconcile import (
     ParsedRequest,
     conversation_for,
+    delta_base,
     record_chain,
     root_key,
 )
@@ -49,6 +54,7 @@ __all__ = ["ASSEMBLY_HEADER", "BUDGET_HEADER", "CONVERSATION_HEADER", "handle"]
 _log = logging.getLogger("contextledger.server.proxy")
 
 CONVERSATION_HEADER = "x-contextledger-conversation"
+HISTORY_HEADER = "x-contextledger-history"
 BUDGET_HEADER = "x-contextledger-budget"
 ASSEMBLY_HEADER = "x-contextledger-assembly-id"
 PASSTHROUGH_HEADER = "x-contextledger-passthrough"
@@ -80,6 +86,8 @@ class _Prepared:
     scope: Scope
     parsed: ParsedRequest
     conversation_id: str
+    root: str
+    base: tuple[str, str, int] | None
     keys: list[str]
     body: dict[str, Any]
     assembly_id: str
@@ -105,9 +113,14 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
     parsed = dialect.parse(body)
     budget = _budget(request, service.settings, parsed.model)
     t1 = time.perf_counter()
-    conv = conversation_for(ledger, scope, request.headers.get(CONVERSATION_HEADER), parsed, source=f"proxy:{dialect.name}")
-    keys = chain_keys(root_key(conv.id), parsed.messages)
-    position = record_chain(ledger, scope, conv.id, parsed.messages, keys, tools=parsed.tools)
+    named = request.headers.get(CONVERSATION_HEADER)
+    delta = request.headers.get(HISTORY_HEADER, "full").strip().lower()
+    if delta not in ("full", "delta") or (delta == "delta" and not named):
+        raise ValueError(f"{HISTORY_HEADER} is 'full' (default) or 'delta' (with {CONVERSATION_HEADER})")
+    conv = conversation_for(ledger, scope, named, parsed, source=f"proxy:{dialect.name}")
+    root, base = delta_base(ledger, scope, conv) if delta == "delta" else (root_key(conv.id), None)
+    keys = chain_keys(root, parsed.messages)
+    position = record_chain(ledger, scope, conv.id, parsed.messages, keys, tools=parsed.tools, base=base)
     t2 = time.perf_counter()
     result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=budget, scope=scope)
     t3 = time.perf_counter()
@@ -117,7 +130,7 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
 
     assembly_span(service.settings, result, dialect.gen_ai_provider, parsed.model)
     timings = {"parse": t1 - t0, "reconcile": t2 - t1, "assemble": t3 - t2, "prepare": time.perf_counter() - t0}
-    return _Prepared(scope=scope, parsed=parsed, conversation_id=conv.id, keys=keys, body=upstream, assembly_id=result.record.id,
+    return _Prepared(scope=scope, parsed=parsed, conversation_id=conv.id, root=root, base=base, keys=keys, body=upstream, assembly_id=result.record.id,
                      timings_ms={k: round(v * 1000, 2) for k, v in timings.items()})
 
 
@@ -135,10 +148,10 @@ def _record_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: 
 def _write_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: Answer) -> None:
     ledger = request.app.state.service.ledger
     messages = [*prep.parsed.messages, *answer.messages]
-    keys = [*prep.keys, *chain_keys(prep.keys[-1] if prep.keys else root_key(prep.conversation_id), answer.messages)]
+    keys = [*prep.keys, *chain_keys(prep.keys[-1] if prep.keys else prep.root, answer.messages)]
     extra = {"assembly_id": prep.assembly_id, "provider": dialect.name, **({"usage": answer.usage} if answer.usage else {}),
              **({"response_id": answer.response_id} if answer.response_id else {}), **({"finish_reason": answer.finish_reason} if answer.finish_reason else {})}
-    record_chain(ledger, prep.scope, prep.conversation_id, messages, keys, extra_metadata=extra)
+    record_chain(ledger, prep.scope, prep.conversation_id, messages, keys, extra_metadata=extra, base=prep.base)
 
 
 def _error(dialect: Dialect, status: int, message: str) -> JSONResponse:
@@ -245,5 +258,8 @@ async def _relay(request: Request, dialect: Dialect, prep: _Prepared, upstream: 
             yield chunk
     except httpx.HTTPError:
         yield dialect.stream_error("the upstream stream broke off")
+    else:
+        if not stream.ended():
+            yield dialect.stream_error("the upstream stream ended before its last event")
     finally:
         await upstream.aclose()

@@ -10,6 +10,8 @@
   concurrent workers record each message once.  New messages continue the branch of the
   last common message when it is that branch's newest message, else they start a fork
   there; tool results become artifacts (raw bytes whole, blobs first) with their memories.
+* :func:`delta_base` — for a client that sends only its new messages
+  (``x-contextledger-history: delta``), the recorded message they continue.
 """
 
 from __future__ import annotations
@@ -31,13 +33,13 @@ from contextledger.ingest.transcript import ImportedMessage
 from contextledger.ledger import Ledger
 from contextledger.records.enums import AuthorityLevel, MessageKind, Role, ToolCallStatus
 from contextledger.records.models import Branch, Conversation, Message, ToolCall
-from contextledger.records.parts import Part, TextPart, ToolResultPart
+from contextledger.records.parts import ImagePart, Part, TextPart, ToolResultPart
 from contextledger.server.proxy.chain import fingerprint
 from contextledger.store import schema as S
 from contextledger.store.base import Scope
 from contextledger.store.sql import Writer
 
-__all__ = ["ChainPosition", "ParsedRequest", "conversation_for", "matched_prefix", "record_chain", "root_key"]
+__all__ = ["ChainPosition", "ParsedRequest", "conversation_for", "delta_base", "matched_prefix", "record_chain", "root_key"]
 
 TAIL_PROBE = 8
 """The newest keys looked up first: a tool loop resends its history plus one or two new
@@ -168,6 +170,19 @@ def matched_prefix(conn: Connection, scope: Scope, conversation_id: str, keys: S
 
 
 # -- recording --------------------------------------------------------------------------------
+def _result_of(m: ImportedMessage) -> ToolResultPart | None:
+    """The tool result a message carries: a tool message's result, or an observation the
+    importer could not pair because its call came in an earlier request (a client that
+    sends only new messages)."""
+    if m.role is Role.TOOL:
+        return next((p for p in m.parts if isinstance(p, ToolResultPart)), None)
+    orphan = m.metadata.get("orphan_call_id") if m.kind is MessageKind.OBSERVATION else None
+    if not isinstance(orphan, str):
+        return None
+    images = tuple(p for p in m.parts if isinstance(p, ImagePart))
+    return ToolResultPart(call_id=orphan, text="\n".join(p.text for p in m.parts if isinstance(p, TextPart)), images=images)
+
+
 def _put_blobs(ledger: Ledger, messages: Sequence[ImportedMessage]) -> dict[int, str | None]:
     """Large results and attachments go to the blob store before the transaction
     (content addressed: harmless if it rolls back).  Keyed by ``id(message)``."""
@@ -175,9 +190,9 @@ def _put_blobs(ledger: Ledger, messages: Sequence[ImportedMessage]) -> dict[int,
     for m in messages:
         for data in m.attachments.values():
             ledger.store.blobs.put(data)
-        for p in m.parts:
-            if isinstance(p, ToolResultPart):
-                keys[id(m)] = ledger.put_blob_if_large((p.text or "").encode("utf-8", "surrogatepass"))
+        result = _result_of(m)
+        if result is not None:
+            keys[id(m)] = ledger.put_blob_if_large((result.text or "").encode("utf-8", "surrogatepass"))
     return keys
 
 
@@ -224,7 +239,9 @@ def _write(w: Writer, rec: Recorder, conv: Conversation, branch_id: str, parent_
     seq = w.allocate_seq(conv.id)
     parts: list[Part] = list(m.parts)
     role, kind = m.role, m.kind
-    result = next((p for p in parts if isinstance(p, ToolResultPart)), None) if role is Role.TOOL else None
+    result = _result_of(m)
+    if result is not None and role is not Role.TOOL:
+        role, kind = Role.TOOL, MessageKind.CHAT
     call = None
     if result is not None:
         call = calls.get(result.call_id) or next(iter(rec.store.tool_calls(scope, conv.id, call_ids=[result.call_id], conn=w.conn)), None)
@@ -252,13 +269,29 @@ def _write(w: Writer, rec: Recorder, conv: Conversation, branch_id: str, parent_
     return msg
 
 
+def delta_base(ledger: Ledger, scope: Scope, conversation: Conversation) -> tuple[str, tuple[str, str, int] | None]:
+    """``(root key, base)`` of a request that sends only new messages: they continue the
+    newest message of the conversation's active branch (``base`` = its id, branch, seq;
+    ``None`` for an empty conversation), chained to its key."""
+    store = ledger.store
+    with store.reader() as c:
+        segments = store.lineage(scope, conversation.active_branch_id, conn=c)
+        head = store.messages(scope, conversation.id, segments, last=1, conn=c)
+    if not head:
+        return root_key(conversation.id), None
+    m = head[0]
+    return m.content_key or f"msg:{m.id}", (m.id, m.branch_id, m.seq)
+
+
 def record_chain(
     ledger: Ledger, scope: Scope, conversation_id: str, messages: Sequence[ImportedMessage], keys: Sequence[str], *,
-    tools: list[dict[str, Any]] | None = None, extra_metadata: dict[str, Any] | None = None,
+    tools: list[dict[str, Any]] | None = None, extra_metadata: dict[str, Any] | None = None, base: tuple[str, str, int] | None = None,
 ) -> ChainPosition:
     """Record the messages of ``messages`` whose chain keys are not recorded yet (see the
     module docstring); ``tools`` replaces the conversation's declared tools when they
-    differ; ``extra_metadata`` is added to the newly recorded messages.
+    differ; ``extra_metadata`` is added to the newly recorded messages.  ``base`` is the
+    recorded message the chain continues (:func:`delta_base`); without it a chain starts
+    at the conversation's start.
 
     Raises:
         NotFoundError: unknown conversation.
@@ -269,12 +302,14 @@ def record_chain(
         conv0 = store.get_conversation(scope, conversation_id, c)
     tools_changed = tools is not None and tools != conv0.metadata.get("tools")
     if m0 == len(keys) and not tools_changed:
+        row0 = row0 if row0 is not None else base
         return ChainPosition(conversation_id=conversation_id, branch_id=row0[1] if row0 else conv0.active_branch_id, head_message_id=row0[0] if row0 else None, head_key=keys[-1] if keys else root_key(conversation_id), recorded=0)
     blob_keys = _put_blobs(ledger, messages[m0:])
     rec = Recorder(ledger, scope)
     with store.writer(scope) as w:
         w.allocate_seq(conversation_id, 0)  # take the conversation's write lock first (PostgreSQL row lock)
         m, row = matched_prefix(w.conn, scope, conversation_id, keys)
+        row = row if row is not None else base
         conv = store.get_conversation(scope, conversation_id, w.conn)
         branch_id, parent = (row[1], row[0]) if m == len(keys) and row is not None else _branch_for(w, scope, conv, row)
         calls: dict[str, ToolCall] = {}
