@@ -107,9 +107,9 @@ def test_upstream_errors_reach_the_client_unchanged(stack: tuple[str, ScriptedUp
             client.messages.create(model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "hello overloaded"}])
         assert info.value.status_code == 529 and info.value.body == error
         upstream.script = lambda kind, body: Plan(text="partial answer that never ends", drop_after_events=4)
-        with anthropic.Anthropic(base_url=proxy, api_key="k", max_retries=0) as client, pytest.raises(Exception):  # noqa: B017
-            with client.messages.stream(model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "hello dropped"}]) as events:
-                events.get_final_message()
+        with anthropic.Anthropic(base_url=proxy, api_key="k", max_retries=0) as client, pytest.raises(anthropic.APIError, match="ended before its last event"), \
+                client.messages.stream(model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "hello dropped"}]) as events:
+            events.get_final_message()
     finally:
         upstream.script = script
     # nothing half-recorded: the users' messages are there, no assistant answer
