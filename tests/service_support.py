@@ -1,31 +1,7 @@
-"""Helpers of the service tests: apps served by uvicorn on a free loopback port, in a
-thread, with no sleeps (the socket listens before the server starts, so clients queue)."""
+"""Helpers of the service tests."""
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from contextledger.server.local import serve_in_thread as serve
 
-import uvicorn
-
-
-@contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Serve ``app`` on ``127.0.0.1:<free port>``; yields the base URL (no path)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
+__all__ = ["serve"]

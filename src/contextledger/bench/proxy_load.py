@@ -206,6 +206,70 @@ def run_proxy_load(*, pg_admin_url: str, workers: int = 4, agents: int = 32, tur
     )
 
 
+async def _sequential(url: str, turns: int, *, headers: dict[str, str], delta: bool, tag: str) -> tuple[list[float], dict[str, list[float]]]:
+    """One agent, one request at a time: per-request latency (ms) and the service's
+    ``Server-Timing`` parts when present."""
+    import httpx
+
+    latencies: list[float] = []
+    parts: dict[str, list[float]] = {}
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a data pipeline agent."}]
+    async with httpx.AsyncClient(timeout=120) as client:
+        for turn in range(turns):
+            new: list[dict[str, Any]] = [{"role": "user", "content": f"[{tag}] turn {turn}: run the next step. Never drop a partition."}]
+            for _ in range(2):
+                messages = [history[0], *new] if delta else [*history, *new]
+                started = time.perf_counter()
+                response = await client.post(url, json={"model": "gpt-4o", "messages": messages, "tools": TOOLS}, headers={"authorization": "Bearer sk-bench", **headers})
+                latencies.append((time.perf_counter() - started) * 1000)
+                response.raise_for_status()
+                for item in filter(None, response.headers.get("server-timing", "").split(",")):
+                    name, _, dur = item.strip().partition(";dur=")
+                    parts.setdefault(name, []).append(float(dur))
+                message = response.json()["choices"][0]["message"]
+                history += new
+                new = [{k: v for k, v in message.items() if k in ("role", "content", "tool_calls")}]
+                for call in message.get("tool_calls") or []:
+                    new.append({"role": "tool", "tool_call_id": call["id"], "content": f"turn {turn}: 1,204 rows written\n" + "ok\n" * 20})
+                if not message.get("tool_calls"):
+                    history += new
+                    break
+    return latencies, parts
+
+
+def run_proxy_latency(*, sizes: tuple[int, ...] = (0, 10_000), turns: int = 20) -> list[dict[str, Any]]:
+    """The latency one sequential agent sees, straight to the scripted upstream and
+    through one service worker (SQLite), in a fresh conversation (``0``: the client sends
+    its whole history) and in a conversation already holding ``n`` recorded artifacts
+    (the client names it and sends only new messages)."""
+    from contextledger.bench.scale import build_history
+    from contextledger.ledger import Ledger
+
+    rows: list[dict[str, Any]] = []
+    up_port = _free_port()
+    upstream_args = [sys.executable, "-m", "uvicorn", "--factory", "contextledger.server.scripted:default_app", "--port", str(up_port), "--log-level", "warning"]
+    with _process(upstream_args, f"http://127.0.0.1:{up_port}/stats"):
+        for n in sizes:
+            with tempfile.TemporaryDirectory() as home:
+                ledger = Ledger.open(home=home)
+                conv_id = build_history(ledger, n)[0] if n else None
+                ledger.close()
+                headers = {"x-contextledger-conversation": conv_id, "x-contextledger-history": "delta"} if conv_id else {}
+                direct, _ = asyncio.run(_sequential(f"http://127.0.0.1:{up_port}/v1/chat/completions", turns, headers={}, delta=bool(conv_id), tag="direct"))
+                port = _free_port()
+                serve_args = [sys.executable, "-m", "contextledger.cli.main", "--home", home, "serve", "--port", str(port), "--openai-upstream", f"http://127.0.0.1:{up_port}/v1"]
+                with _process(serve_args, f"http://127.0.0.1:{port}/healthz"):
+                    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+                    asyncio.run(_sequential(url, 2, headers=headers, delta=bool(conv_id), tag="warm-up"))
+                    proxied, parts = asyncio.run(_sequential(url, turns, headers=headers, delta=bool(conv_id), tag="measured"))
+            d, p = _quantiles(direct), _quantiles(proxied)
+            rows.append({"recorded_artifacts": n, "requests": len(proxied), "direct": d, "proxied": p,
+                         "added_ms": {"p50": round(p["p50_ms"] - d["p50_ms"], 2), "p99": round(p["p99_ms"] - d["p99_ms"], 2)},
+                         "ratio_p50": round(p["p50_ms"] / d["p50_ms"], 2),
+                         "server_timing_p50_ms": {k: round(statistics.median(v), 2) for k, v in parts.items()}})
+    return rows
+
+
 def main() -> None:  # pragma: no cover - manual entry
     """``python -m contextledger.bench.proxy_load [PG_ADMIN_URL]`` prints the JSON report."""
     url = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("CONTEXTLEDGER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
