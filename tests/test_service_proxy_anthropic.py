@@ -116,3 +116,11 @@ def test_upstream_errors_reach_the_client_unchanged(stack: tuple[str, ScriptedUp
     for title in ("hello overloaded", "hello dropped"):
         [conv] = [c for c in ledger.store.list_conversations(ledger.scope()) if c.conversation.title == title]
         assert [m.role.value for m in ledger.store.messages(ledger.scope(), conv.conversation.id)] == ["user"]
+
+
+def test_other_routes_are_forwarded_untouched(stack: tuple[str, ScriptedUpstream, Ledger]) -> None:
+    proxy, _upstream, _ledger = stack
+    messages = [{"role": "user", "content": "count me"}]
+    with anthropic.Anthropic(base_url=proxy, api_key="k", max_retries=0) as client:
+        counted = client.messages.count_tokens(model="claude-sonnet-4-5", messages=messages)
+    assert counted.input_tokens == len(json.dumps(messages)) // 4

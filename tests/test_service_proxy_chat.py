@@ -132,3 +132,9 @@ def test_delta_requests_continue_a_named_conversation(stack: tuple[str, Scripted
     assert [m.parent_message_id for m in recorded[4:]] == [m.id for m in recorded[3:-1]]
     with openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-x", max_retries=0) as client, pytest.raises(openai.BadRequestError, match="delta"):
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}], extra_headers={"x-contextledger-history": "delta"})
+
+
+def test_model_list_is_forwarded(stack: tuple[str, ScriptedUpstream, Ledger]) -> None:
+    proxy, _upstream, _ledger = stack
+    with openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-x", max_retries=0) as client:
+        assert [m.id for m in client.models.list()] == ["gpt-4o"]

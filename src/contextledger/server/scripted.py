@@ -103,6 +103,8 @@ class ScriptedUpstream:
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/responses", self._responses, methods=["POST"]),
             Route("/v1/messages", self._messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
             Route("/stats", self._stats, methods=["GET"]),
         ])
 
@@ -126,6 +128,13 @@ class ScriptedUpstream:
             if self.keep_bodies:
                 self.received.append(ReceivedRequest(path=request.url.path, headers={k.lower(): v for k, v in request.headers.items()}, body=body, problems=problems))
         return body, self.script(kind, body)
+
+    async def _count_tokens(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        return JSONResponse({"input_tokens": len(json.dumps(body.get("messages", []))) // 4})
+
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": "gpt-4o", "object": "model", "created": 0, "owned_by": "scripted"}]})
 
     async def _stats(self, request: Request) -> Response:
         return JSONResponse({"requests": self.count, "invalid": self.invalid})

@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from contextledger.server.proxy.anthropic import AnthropicDialect
 from contextledger.server.proxy.openai_chat import OpenAIChatDialect
-from contextledger.server.proxy.pipeline import handle
+from contextledger.server.proxy.pipeline import forward_other, handle
 
 __all__ = ["router"]
 
@@ -26,3 +26,9 @@ async def chat_completions(request: Request) -> Response:
 @router.post("/messages", summary="Anthropic Messages, with assembled context", openapi_extra=_BODY)
 async def messages(request: Request) -> Response:
     return await handle(request, _MESSAGES)
+
+
+@router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+async def other(path: str, request: Request) -> Response:
+    """Any other provider route (model lists, token counting …), forwarded untouched."""
+    return await forward_other(request, path)

@@ -181,6 +181,32 @@ async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: s
     return StreamingResponse(chunks(), status_code=upstream.status_code, headers=headers)
 
 
+async def forward_other(request: Request, path: str) -> Response:
+    """Forward any other ``/v1`` request untouched (``/v1/models``,
+    ``/v1/messages/count_tokens`` …): to the Anthropic upstream when the request carries
+    ``anthropic-version`` or ``x-api-key``, else to the OpenAI upstream."""
+    settings = request.app.state.service.settings
+    anthropic = "anthropic-version" in request.headers or "x-api-key" in request.headers
+    base = f"{settings.anthropic_upstream}/v1" if anthropic else settings.openai_upstream
+    url = f"{base}/{path}" + (f"?{request.url.query}" if request.url.query else "")
+    http = request.app.state.service.http
+    try:
+        upstream = await http.send(http.build_request(request.method, url, content=await request.body(), headers=_upstream_headers(request)), stream=True)
+    except httpx.TimeoutException:
+        return JSONResponse({"error": {"message": "the upstream did not answer in time", "type": "timeout"}}, status_code=504)
+    except httpx.HTTPError as exc:
+        return JSONResponse({"error": {"message": f"the upstream could not be reached ({type(exc).__name__})", "type": "api_error"}}, status_code=502)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in upstream.aiter_bytes():
+                yield chunk
+        finally:
+            await upstream.aclose()
+
+    return StreamingResponse(chunks(), status_code=upstream.status_code, headers=_client_headers(upstream.headers, {}))
+
+
 async def handle(request: Request, dialect: Dialect) -> Response:
     """Serve one proxied request (see module docstring)."""
     raw = await request.body()
