@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import openai
 import pytest
@@ -138,3 +139,22 @@ def test_model_list_is_forwarded(stack: tuple[str, ScriptedUpstream, Ledger]) ->
     proxy, _upstream, _ledger = stack
     with openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-x", max_retries=0) as client:
         assert [m.id for m in client.models.list()] == ["gpt-4o"]
+
+
+def test_unreachable_upstream_answers_in_the_provider_shape(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    ledger = Ledger.open(home=tmp_path)
+    try:
+        with serve(create_app(ServerSettings(openai_upstream=f"http://127.0.0.1:{dead}/v1"), ledger=ledger)) as proxy, \
+                openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-x", max_retries=0) as client, pytest.raises(openai.APIStatusError) as info:
+            client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "anyone there?"}])
+        assert info.value.status_code == 502 and info.value.body["type"] == "api_error"  # type: ignore[index]
+        assert "could not be reached" in info.value.message
+        [conv] = ledger.store.list_conversations(ledger.scope())
+        assert [m.role.value for m in ledger.store.messages(ledger.scope(), conv.conversation.id)] == ["user"]
+    finally:
+        ledger.close()
