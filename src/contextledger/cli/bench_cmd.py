@@ -141,6 +141,8 @@ def proxy(
     workers: Annotated[int, typer.Option("--workers", min=1, help="Service worker processes.")] = 4,
     agents: Annotated[int, typer.Option("--agents", min=1, help="Concurrent agents.")] = 32,
     turns: Annotated[int, typer.Option("--turns", min=1, help="Turns per agent (two model requests each).")] = 50,
+    latency_sizes: Annotated[str, typer.Option("--latency-sizes", help="Recorded artifacts of the conversations the sequential latency is measured at (0: a fresh one).")] = "0,10000",
+    latency_turns: Annotated[int, typer.Option("--latency-turns", min=1, help="Turns of the sequential latency runs.")] = 20,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
     """The proxy under load on loopback: N workers over PostgreSQL, concurrent agents; the
@@ -151,12 +153,14 @@ def proxy(
     from contextledger.errors import InputError
 
     with fail_cleanly():
+        sizes = [int(x) for x in latency_sizes.split(",") if x.strip().isdigit()]
         try:
-            from contextledger.bench.proxy_load import run_proxy_load
+            from contextledger.bench.proxy_load import run_proxy_latency, run_proxy_load
         except ModuleNotFoundError as exc:
             raise InputError(f"contextledger bench proxy needs the server and postgres extras (missing module {exc.name!r})") from None
         try:
             report = run_proxy_load(pg_admin_url=pg, workers=workers, agents=agents, turns=turns).as_dict()
+            report["sequential"] = run_proxy_latency(sizes=tuple(sizes), turns=latency_turns)
         except RuntimeError as exc:
             raise InputError(str(exc)) from None
     out.mkdir(parents=True, exist_ok=True)
