@@ -21,6 +21,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -135,14 +136,31 @@ def conversation_for(ledger: Ledger, scope: Scope, header: str | None, parsed: P
 
 
 # -- the recorded prefix -------------------------------------------------------------------
-def _lookup(conn: Connection, scope: Scope, conversation_id: str, keys: Sequence[str]) -> dict[str, tuple[str, str, int]]:
+@cache
+def _lookup_statement(n: int) -> sa.Select[Any]:
     t = S.messages
-    rows = conn.execute(
-        sa.select(t.c.id, t.c.branch_id, t.c.seq, t.c.content_key).where(
-            t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, t.c.content_key.in_(list(keys))
-        )
+    return sa.select(t.c.id, t.c.branch_id, t.c.seq, t.c.content_key).where(
+        t.c.tenant_id == sa.bindparam("p_tenant"), t.c.conversation_id == sa.bindparam("p_conv"),
+        t.c.content_key.in_([sa.bindparam(f"p_k{i}") for i in range(n)]),
     )
+
+
+@cache
+def _newest_statement() -> sa.Select[Any]:
+    t = S.messages
+    return sa.select(t.c.id, t.c.role, t.c.seq).where(
+        t.c.tenant_id == sa.bindparam("p_tenant"), t.c.conversation_id == sa.bindparam("p_conv"), t.c.branch_id == sa.bindparam("p_branch"),
+    ).order_by(t.c.seq.desc()).limit(1)
+
+
+def _lookup(conn: Connection, scope: Scope, conversation_id: str, keys: Sequence[str]) -> dict[str, tuple[str, str, int]]:
+    params = {"p_tenant": scope.tenant_id, "p_conv": conversation_id, **{f"p_k{i}": k for i, k in enumerate(keys)}}
+    rows = conn.execute(_lookup_statement(len(keys)), params)
     return {r.content_key: (r.id, r.branch_id, int(r.seq)) for r in rows}
+
+
+def _newest(conn: Connection, scope: Scope, conversation_id: str, branch_id: str) -> Any:
+    return conn.execute(_newest_statement(), {"p_tenant": scope.tenant_id, "p_conv": conversation_id, "p_branch": branch_id}).first()
 
 
 def matched_prefix(conn: Connection, scope: Scope, conversation_id: str, keys: Sequence[str]) -> tuple[int, tuple[str, str, int] | None]:
@@ -198,24 +216,18 @@ def _put_blobs(ledger: Ledger, messages: Sequence[ImportedMessage]) -> dict[int,
 
 def _branch_for(w: Writer, scope: Scope, conv: Conversation, row: tuple[str, str, int] | None) -> tuple[str, str | None]:
     """The branch the new messages go on and the message they follow."""
-    t = S.messages
     if row is None:
         # nothing of this history is recorded: the active branch if it holds no
         # conversation yet (only the system prompt), else a new root branch
-        head = w.conn.execute(
-            sa.select(t.c.id, t.c.role).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conv.id, t.c.branch_id == conv.active_branch_id)
-            .order_by(t.c.seq.desc()).limit(1)
-        ).first()
+        head = _newest(w.conn, scope, conv.id, conv.active_branch_id)
         if head is None or head.role == Role.SYSTEM.value:
             return conv.active_branch_id, head.id if head is not None else None
         branch = Branch(id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv.id, name="new history", created_at=datetime.now(UTC))
         w.add_branch(branch)
         return branch.id, None
     msg_id, branch_id, seq = row
-    newest = w.conn.execute(
-        sa.select(sa.func.max(t.c.seq)).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conv.id, t.c.branch_id == branch_id)
-    ).scalar_one()
-    if newest == seq:
+    newest = _newest(w.conn, scope, conv.id, branch_id)
+    if newest is not None and int(newest.seq) == seq:
         return branch_id, msg_id
     fork = Branch(
         id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv.id, parent_branch_id=branch_id, fork_message_id=msg_id,
