@@ -158,3 +158,34 @@ def test_unreachable_upstream_answers_in_the_provider_shape(tmp_path: Path) -> N
         assert [m.role.value for m in ledger.store.messages(ledger.scope(), conv.conversation.id)] == ["user"]
     finally:
         ledger.close()
+
+
+def test_an_edited_message_forks_the_conversation(stack: tuple[str, ScriptedUpstream, Ledger]) -> None:
+    proxy, upstream, ledger = stack
+    named = {"x-contextledger-conversation": "fork-test"}
+    with openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-x", max_retries=0, default_headers=named) as client:
+        history: list[dict] = [{"role": "user", "content": "Plan the storage migration."}]
+
+        def send(messages: list[dict]) -> dict:
+            message = client.chat.completions.create(model="gpt-4o", messages=messages, tools=TOOLS).choices[0].message
+            return message.model_dump(exclude_none=True)
+
+        first = send(history)
+        history += [first, {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"], "content": "3 tables, 2 views"}]
+        history.append(send(history))
+        send([*history, {"role": "user", "content": "Use Postgres."}])
+        send([*history, {"role": "user", "content": "Use SQLite instead."}])  # the user edited their message
+    assert "Use Postgres." not in json.dumps(upstream.received[-1].body) and "Use SQLite instead." in json.dumps(upstream.received[-1].body)
+    [conv] = [c.conversation for c in ledger.store.list_conversations(ledger.scope()) if c.conversation.title == "Plan the storage migration."]
+    scope = ledger.scope()
+    branches = ledger.store.branches(scope, conv.id)
+    assert len(branches) == 2
+    fork = next(b for b in branches if b.parent_branch_id is not None)
+    assert ledger.store.get_conversation(scope, conv.id).active_branch_id == fork.id
+    texts = lambda msgs: [p.text for m in msgs for p in m.parts if p.kind == "text"]  # noqa: E731
+    on_fork = ledger.store.messages(scope, conv.id, ledger.store.lineage(scope, fork.id))
+    on_root = ledger.store.messages(scope, conv.id, ledger.store.lineage(scope, conv.root_branch_id))
+    assert [m.role.value for m in on_fork] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert "Use SQLite instead." in texts(on_fork) and "Use Postgres." not in texts(on_fork)
+    assert "Use Postgres." in texts(on_root) and len(on_root) == 6
+    assert fork.fork_message_id == on_root[3].id

@@ -30,5 +30,8 @@ async def messages(request: Request) -> Response:
 
 @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
 async def other(path: str, request: Request) -> Response:
-    """Any other provider route (model lists, token counting …), forwarded untouched."""
-    return await forward_other(request, path)
+    """Any other provider route (model lists, token counting …), forwarded untouched: to
+    the Anthropic upstream when the request carries ``anthropic-version`` or ``x-api-key``,
+    else to the OpenAI upstream."""
+    anthropic = "anthropic-version" in request.headers or "x-api-key" in request.headers
+    return await forward_other(request, path, _MESSAGES if anthropic else _CHAT)

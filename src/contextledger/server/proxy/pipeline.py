@@ -159,18 +159,21 @@ def _error(dialect: Dialect, status: int, message: str) -> JSONResponse:
     return JSONResponse(dialect.error_body(status, message), status_code=status)
 
 
-async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: str) -> Response:
-    """Forward ``raw`` untouched (a body the proxy cannot work with)."""
-    _log.warning("%s forwarded untouched: %s", dialect.name, reason)
-    service = request.app.state.service
-    url = dialect.upstream_base(service.settings) + dialect.upstream_path
+async def _send(request: Request, dialect: Dialect, method: str, url: str, content: bytes) -> httpx.Response | JSONResponse:
+    """The upstream's streamed response, or the provider-shaped error a client gets when
+    the upstream cannot be reached in time."""
+    http = request.app.state.service.http
     try:
-        upstream = await service.http.send(service.http.build_request("POST", url, content=raw, headers=_upstream_headers(request)), stream=True)
+        response: httpx.Response = await http.send(http.build_request(method, url, content=content, headers=_upstream_headers(request)), stream=True)
     except httpx.TimeoutException:
         return _error(dialect, 504, "the upstream did not answer in time")
     except httpx.HTTPError as exc:
         return _error(dialect, 502, f"the upstream could not be reached ({type(exc).__name__})")
-    headers = _client_headers(upstream.headers, {PASSTHROUGH_HEADER: reason[:200]})
+    return response
+
+
+def _untouched(upstream: httpx.Response, headers: dict[str, str]) -> StreamingResponse:
+    """Relay an upstream response as it arrives, unchanged."""
 
     async def chunks() -> AsyncIterator[bytes]:
         try:
@@ -179,33 +182,25 @@ async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: s
         finally:
             await upstream.aclose()
 
-    return StreamingResponse(chunks(), status_code=upstream.status_code, headers=headers)
+    return StreamingResponse(chunks(), status_code=upstream.status_code, headers=_client_headers(upstream.headers, headers))
 
 
-async def forward_other(request: Request, path: str) -> Response:
-    """Forward any other ``/v1`` request untouched (``/v1/models``,
-    ``/v1/messages/count_tokens`` …): to the Anthropic upstream when the request carries
-    ``anthropic-version`` or ``x-api-key``, else to the OpenAI upstream."""
+async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: str) -> Response:
+    """Forward ``raw`` untouched (a body the proxy cannot work with)."""
+    _log.warning("%s forwarded untouched: %s", dialect.name, reason)
+    url = dialect.upstream_base(request.app.state.service.settings) + dialect.upstream_path
+    upstream = await _send(request, dialect, "POST", url, raw)
+    return upstream if isinstance(upstream, Response) else _untouched(upstream, {PASSTHROUGH_HEADER: reason[:200]})
+
+
+async def forward_other(request: Request, path: str, dialect: Dialect) -> Response:
+    """Forward any other ``/v1`` request (``/v1/models``, ``/v1/messages/count_tokens`` …)
+    untouched to ``dialect``'s upstream (errors in its shape)."""
     settings = request.app.state.service.settings
-    anthropic = "anthropic-version" in request.headers or "x-api-key" in request.headers
-    base = f"{settings.anthropic_upstream}/v1" if anthropic else settings.openai_upstream
+    base = dialect.upstream_base(settings) + ("/v1" if dialect.upstream_path.startswith("/v1/") else "")
     url = f"{base}/{path}" + (f"?{request.url.query}" if request.url.query else "")
-    http = request.app.state.service.http
-    try:
-        upstream = await http.send(http.build_request(request.method, url, content=await request.body(), headers=_upstream_headers(request)), stream=True)
-    except httpx.TimeoutException:
-        return JSONResponse({"error": {"message": "the upstream did not answer in time", "type": "timeout"}}, status_code=504)
-    except httpx.HTTPError as exc:
-        return JSONResponse({"error": {"message": f"the upstream could not be reached ({type(exc).__name__})", "type": "api_error"}}, status_code=502)
-
-    async def chunks() -> AsyncIterator[bytes]:
-        try:
-            async for chunk in upstream.aiter_bytes():
-                yield chunk
-        finally:
-            await upstream.aclose()
-
-    return StreamingResponse(chunks(), status_code=upstream.status_code, headers=_client_headers(upstream.headers, {}))
+    upstream = await _send(request, dialect, request.method, url, await request.body())
+    return upstream if isinstance(upstream, Response) else _untouched(upstream, {})
 
 
 async def handle(request: Request, dialect: Dialect) -> Response:
@@ -236,12 +231,9 @@ async def _forward(request: Request, dialect: Dialect, prep: _Prepared) -> Respo
     content = json.dumps(prep.body, ensure_ascii=False).encode("utf-8")
     ours = {ASSEMBLY_HEADER: prep.assembly_id, CONVERSATION_HEADER: prep.conversation_id,
             "server-timing": ", ".join(f"{k};dur={v}" for k, v in prep.timings_ms.items())}
-    try:
-        upstream = await service.http.send(service.http.build_request("POST", url, content=content, headers=_upstream_headers(request)), stream=True)
-    except httpx.TimeoutException:
-        return _error(dialect, 504, "the upstream did not answer in time")
-    except httpx.HTTPError as exc:
-        return _error(dialect, 502, f"the upstream could not be reached ({type(exc).__name__})")
+    upstream = await _send(request, dialect, "POST", url, content)
+    if isinstance(upstream, Response):
+        return upstream
     headers = _client_headers(upstream.headers, ours)
     streamed = upstream.headers.get("content-type", "").startswith("text/event-stream")
     if not streamed or not 200 <= upstream.status_code < 300:
