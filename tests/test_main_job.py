@@ -2,8 +2,7 @@
 
 Every supported file of ``../shared/data/real`` is imported, assembled for both providers
 within a 4,000-token budget, checked by the provider validity checkers, and every
-artifact rehydrates to its exact bytes.  Files in formats not yet supported are listed
-with the reason.
+artifact rehydrates to its exact bytes; every format of the folder is supported.
 """
 
 from __future__ import annotations
@@ -17,18 +16,13 @@ from pathlib import Path
 import pytest
 
 from conftest import real_data_dir
-from contextledger.errors import ImportFormatError
 from contextledger.ingest.loader import ImportResult
 from contextledger.ledger import Ledger
 from contextledger.providers.registry import validate_payload
 
 ROOT = real_data_dir()
 MANIFEST = json.loads((ROOT / "manifest.json").read_text())
-SUPPORTED = [e for e in MANIFEST if e["format"] in ("openai-chat", "claude-code", "swe-agent")]
-NOT_YET = {
-    "codex-rollout": "Codex CLI rollouts (session_meta/response_item/event_msg) are a later issue",
-    "aider-history": "Aider chat-history Markdown is a later issue",
-}
+SUPPORTED = list(MANIFEST)
 EXPECTED = json.loads((Path(__file__).parent / "data" / "import_counts.json").read_text())
 BUDGET = 4000
 
@@ -42,19 +36,9 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Ledger,
     ledger.close()
 
 
-def test_every_manifest_file_is_supported_or_listed_with_a_reason() -> None:
-    formats = {e["format"] for e in MANIFEST}
-    assert formats - {"openai-chat", "claude-code", "swe-agent"} == set(NOT_YET)
-    assert len(SUPPORTED) == 115
-
-
-@pytest.mark.parametrize("fmt", sorted(NOT_YET))
-def test_unsupported_formats_are_rejected_clearly(fmt: str, tmp_path: Path) -> None:
-    entry = next(e for e in MANIFEST if e["format"] == fmt)
-    ledger = Ledger.open(home=tmp_path)
-    with pytest.raises(ImportFormatError, match="not supported yet"):
-        ledger.import_file(ROOT / entry["path"])
-    assert ledger.store.list_conversations(ledger.scope()) == []
+def test_every_manifest_file_is_imported() -> None:
+    assert {e["format"] for e in MANIFEST} == {"openai-chat", "claude-code", "swe-agent", "codex-rollout", "aider-history"}
+    assert len(SUPPORTED) == 119 and set(EXPECTED) == {e["path"] for e in SUPPORTED}
 
 
 @pytest.mark.parametrize("path", [e["path"] for e in SUPPORTED])
@@ -76,6 +60,8 @@ EXPLAINED = {
     "randlee-claude-history/subagents-example/agents/agent-acompact-53a066.jsonl": (1, "an orphan tool result is kept as an observation with its own call"),
     "swe-agent/ctf__crypto__BabyEncryption.traj": (15, "history (what the model saw) has 15 assistant turns; the manifest counts 16 trajectory steps"),
     "adp-swe-play-openhands/swe-play-4.json": (31, "the last turn writes <finish> without <function=…>, so it is no action"),
+    "aider-chat-history/afi-core.aider.chat.history.md": (38, "one call per edit block (27) and per 'Running' line (10), and the user's /run"),
+    "aider-chat-history/mozgoslav.aider.chat.history.md": (2, "a prose line Aider took for a file name is no file name here"),
 }
 
 

@@ -60,7 +60,7 @@ def _scope() -> Scope:
 @app.command("import")
 def import_cmd(
     paths: Annotated[list[Path], typer.Argument(help="Transcript files (OpenAI chat JSON/JSONL, Claude Code JSONL, SWE-agent trajectories).")],
-    format: Annotated[str, typer.Option("--format", help="auto | openai-chat | claude-code | swe-agent | openai-responses | anthropic-messages")] = "auto",
+    format: Annotated[str, typer.Option("--format", help="auto, or one of: claude-code, codex-rollout, aider-history, gemini-cli, openai-chat, tau2-bench, swe-agent, openai-responses, anthropic-messages")] = "auto",
     as_json: JsonOpt = False,
 ) -> None:
     """Import transcripts; each file is one transaction (a failure leaves nothing behind)."""

@@ -27,6 +27,7 @@ from contextledger.ingest.importers.common import (
     fail,
     image_from_base64,
     image_from_url,
+    type_of,
 )
 from contextledger.records.parts import (
     BinaryPart,
@@ -57,7 +58,7 @@ def _compact(value: Any) -> str:
 
 
 def _is_server_result(block: dict[str, Any]) -> bool:
-    kind = block.get("type")
+    kind = type_of(block)
     return (
         isinstance(kind, str)
         and kind != "tool_result"
@@ -135,7 +136,7 @@ class AnthropicBlocks:
         parts: list[Part] = []
         for j, block in enumerate(self.blocks(content, location)):
             where = self.where(location, j)
-            kind = block.get("type")
+            kind = type_of(block)
             if kind == "text":
                 text = block.get("text")
                 if isinstance(text, str) and text:
@@ -189,7 +190,7 @@ class AnthropicBlocks:
 
     def user_part(self, block: dict[str, Any], where: str, attachments: dict[str, bytes]) -> Part | None:
         """The part of a non-``tool_result`` user block (``None`` for empty text)."""
-        kind = block.get("type")
+        kind = type_of(block)
         if kind == "text":
             text = block.get("text")
             return TextPart(text=text) if isinstance(text, str) and text else None

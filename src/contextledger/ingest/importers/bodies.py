@@ -23,7 +23,7 @@ from typing import Any
 
 from contextledger.errors import InputError
 from contextledger.ingest.importers.anthropic_messages import parse_anthropic_messages
-from contextledger.ingest.importers.common import REQUEST_BODY, describe_json, fail
+from contextledger.ingest.importers.common import REQUEST_BODY, describe_json, fail, type_of
 from contextledger.ingest.importers.openai_chat import parse_chat_body
 from contextledger.ingest.importers.openai_responses import parse_openai_responses
 from contextledger.ingest.importers.responses_items import CALL_ITEMS, OUTPUT_ITEMS, SERVER_ITEMS
@@ -116,12 +116,13 @@ def message_list_dialect(messages: Sequence[Any], *, has_system_field: bool = Fa
     for message in messages[:_SCAN]:
         if not isinstance(message, Mapping):
             continue
-        if message.get("role") in _OPENAI_ROLES or "tool_calls" in message or "tool_call_id" in message:
+        role = message.get("role")
+        if (isinstance(role, str) and role in _OPENAI_ROLES) or "tool_calls" in message or "tool_call_id" in message:
             return "openai-chat"
         for block in _content_blocks(message):
             if not isinstance(block, Mapping):
                 continue
-            kind = block.get("type")
+            kind = type_of(block)
             if kind in _OPENAI_PART_TYPES:
                 return "openai-chat"
             if kind in _ANTHROPIC_BLOCKS or (kind == "image" and isinstance(block.get("source"), Mapping)):
@@ -133,7 +134,7 @@ def _is_responses_list(items: Sequence[Any]) -> bool:
     for item in items[:_SCAN]:
         if not isinstance(item, Mapping):
             return False
-        kind = item.get("type")
+        kind = type_of(item)
         if kind in RESPONSES_ITEM_TYPES and kind != "message":
             return True
         if kind == "message" and "role" in item:

@@ -1,10 +1,14 @@
 """Importer for Claude Code session JSON Lines (format ``"claude-code"``).
 
-A session file holds one record per line: ``user`` / ``assistant`` records whose
-``message.content`` is a string or a list of blocks (``text``, ``thinking``, ``tool_use``,
-``tool_result``, ``image``), plus ``progress``, ``system``, ``summary``,
-``file-history-snapshot`` and ``queue-operation`` lines.  ``uuid`` / ``parentUuid`` link the
-records into a tree.  The importer produces a *tree* transcript (``tree=True``):
+A session file (CLI 1.x to 2.1.x) holds one record per line: ``user`` / ``assistant``
+records whose ``message.content`` is a string or a list of blocks (``text``,
+``thinking``, ``tool_use``, ``tool_result``, ``image``), plus ``progress`` and ``system``
+lines and metadata lines (:data:`METADATA_TYPES`: ``summary``,
+``file-history-snapshot``, ``queue-operation``, ``attachment``, ``ai-title``,
+``permission-mode``, ``last-prompt`` …) that may come first.  The same records saved as
+one JSON array (as hooks write ``logs/chat.json``) are read alike.  ``uuid`` /
+``parentUuid`` link the records into a tree.  The importer produces a *tree* transcript
+(``tree=True``):
 
 * assistant records sharing one ``message.id`` are one model turn and become one assistant
   message with all their blocks in file order, even when Claude Code wrote tool-result
@@ -20,8 +24,9 @@ records into a tree.  The importer produces a *tree* transcript (``tree=True``):
   subagent participants (``"subagent:agent-<id>"``); the Task result that carries the
   child's final report gets ``metadata["child_report_for"]``;
 * ``summary`` → ``MessageKind.SUMMARY``, ``progress`` → ``PROGRESS``, ``isMeta`` user
-  records and system / snapshot / queue lines → ``META``, ``isCompactSummary`` user
-  records → ``COMPACTION``.
+  records, system lines and the other metadata lines → ``META``, ``isCompactSummary``
+  user records → ``COMPACTION``; a record of an unknown type (or without one) is kept as
+  ``META`` with a note, never refused.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from contextledger.ingest.importers.common import (
     iter_jsonl,
     parse_timestamp,
     read_source,
+    type_of,
 )
 from contextledger.ingest.transcript import ImportedMessage, ImportedParticipant, ImportedTranscript
 from contextledger.records.enums import MessageKind, Role, RuntimeKind
@@ -55,13 +61,21 @@ from contextledger.records.parts import (
     ToolResultPart,
 )
 
-__all__ = ["FORMAT", "RECORD_TYPES", "parse_claude_code", "subagent_files"]
+__all__ = ["CONVERSATION_TYPES", "FORMAT", "METADATA_TYPES", "RECORD_TYPES", "parse_claude_code", "subagent_files"]
 
 FORMAT = "claude-code"
-RECORD_TYPES = frozenset(
-    {"user", "assistant", "system", "progress", "summary", "file-history-snapshot", "queue-operation"}
+CONVERSATION_TYPES = frozenset({"user", "assistant", "system", "progress"})
+"""Record ``type`` values that carry the conversation (CLI 1.x to 2.1.x)."""
+METADATA_TYPES = frozenset(
+    {
+        "summary", "file-history-snapshot", "queue-operation", "attachment", "ai-title", "custom-title",
+        "permission-mode", "last-prompt", "mode", "pr-link", "bridge-session", "agent-name", "tag",
+    }
 )
-"""Record ``type`` values of Claude Code session files."""
+"""Record ``type`` values of session metadata lines (titles, prompts, modes, snapshots,
+attachments); any of them may open a file."""
+RECORD_TYPES = CONVERSATION_TYPES | METADATA_TYPES
+"""Every known record ``type`` of Claude Code session files."""
 
 _ENVELOPE = frozenset(
     {
@@ -185,9 +199,11 @@ class _Builder:
 
     # ----------------------------------------------------------------- reading
 
-    def read_file(self, source: Source, label: str, fixed_participant: str | None) -> None:
-        """Add every record of ``source``; ``label`` prefixes locations of non-main files."""
-        records = list(iter_jsonl(source, self.notes, self.skipped, label=label))
+    def read_file(self, source: Source, label: str, fixed_participant: str | None, array: list[Any] | None = None) -> None:
+        """Add every record of ``source`` (or of ``array``, the JSON-array form: locations
+        ``"record N"``); ``label`` prefixes locations of non-main files."""
+        unit = "line" if array is None else "record"
+        records = list(iter_jsonl(source, self.notes, self.skipped, label=label)) if array is None else list(enumerate(array, start=1))
         if fixed_participant is None and label == "":
             conversational = [r for _, r in records if isinstance(r, dict) and r.get("type") in ("user", "assistant")]
             if conversational and all(r.get("isSidechain") is True for r in conversational):
@@ -202,11 +218,11 @@ class _Builder:
         elif fixed_participant is not None:
             self._add_participant(fixed_participant, MAIN if self.has_main else None)
         for line_no, record in records:
-            self._add_record(record, f"{label}line {line_no}", label, line_no, fixed_participant)
+            self._add_record(record, f"{label}{unit} {line_no}", label, line_no, fixed_participant)
         repeats = self._repeats.pop(label, [])
         if repeats:
             self.notes.append(
-                f"{label}lines {repeats[0]}-{repeats[-1]}: {len(repeats)} records repeat earlier "
+                f"{label}{unit}s {repeats[0]}-{repeats[-1]}: {len(repeats)} records repeat earlier "
                 "records (resumed session) and were kept once"
             )
 
@@ -222,7 +238,7 @@ class _Builder:
         return node
 
     def _fingerprint(self, participant: str, record: dict[str, Any]) -> tuple[str, str, str, str] | None:
-        rtype = record.get("type")
+        rtype = type_of(record)
         stamp = record.get("timestamp")
         if rtype not in _FINGERPRINTED or not isinstance(stamp, str):
             return None
@@ -231,7 +247,7 @@ class _Builder:
             payload: Any = [message.get("id"), message.get("content")]
         else:
             payload = record.get("data", record.get("content", record.get("subtype")))
-        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
         return (participant, str(rtype), stamp, digest)
 
     def _add_record(self, record: Any, location: str, label: str, line_no: int, fixed: str | None) -> None:
@@ -240,7 +256,8 @@ class _Builder:
             fail(path, location, f"expected a JSON object, found {describe_json(record)}")
         rtype = record.get("type")
         if not isinstance(rtype, str):
-            fail(path, location, "record has no 'type'")
+            self.notes.append(f"{location}: record without a 'type' kept as meta")
+            rtype = "untyped"
         participant = self._participant_for(record, fixed)
         if self.session_id is None and isinstance(record.get("sessionId"), str):
             self.session_id = record["sessionId"]
@@ -416,7 +433,11 @@ class _Builder:
             if isinstance(record.get("operation"), str):
                 metadata["operation"] = record["operation"]
         else:
-            self.notes.append(f"{location}: unknown record type {rtype!r} kept as meta")
+            if rtype not in METADATA_TYPES and rtype != "untyped":
+                self.notes.append(f"{location}: unknown record type {rtype!r} kept as meta")
+            attachment = record.get("attachment")
+            if rtype == "attachment" and isinstance(attachment, dict) and isinstance(attachment.get("type"), str):
+                metadata["attachment_type"] = attachment["type"]
             text = json_text({k: v for k, v in record.items() if k not in _ENVELOPE})
         return ImportedMessage(
             key=key, role=role, kind=kind, parts=[TextPart(text=text)], participant_key=participant,
@@ -547,24 +568,27 @@ class _Builder:
                 message.metadata["child_report_for"] = target
 
 
-def parse_claude_code(source: Source, *, fold_subagents: bool = True) -> ImportedTranscript:
+def parse_claude_code(source: Source, *, fold_subagents: bool = True, array: list[Any] | None = None) -> ImportedTranscript:
     """Parse a Claude Code session file (and its ``subagents/`` folder when present).
 
     Args:
         source: the main session file.
         fold_subagents: read ``<stem>/subagents/agent-*.jsonl`` beside the file as child
             participants.
+        array: the records of the JSON-array form (``logs/chat.json`` as hooks write it);
+            ``None`` for JSON Lines.
 
     Raises:
-        ImportFormatError: a record that is not an object or has no ``type`` (location
-            ``"line 12"``, or ``"<stem>/subagents/agent-x.jsonl line 3"``), a user or
+        ImportFormatError: a record that is not an object (location ``"line 12"``,
+            ``"record 12"`` in the array form, or
+            ``"<stem>/subagents/agent-x.jsonl line 3"``), a user or
             assistant record without ``message``, malformed content blocks, or a line that
             is not JSON (other than a truncated last line, which is skipped with a note).
     """
     builder = _Builder(source)
-    builder.read_file(source, "", None)
+    builder.read_file(source, "", None, array)
     extra_sources: list[Source] = []
-    if fold_subagents and builder.has_main:
+    if fold_subagents and builder.has_main and array is None:
         for sub_path in subagent_files(source.path):
             sub = read_source(sub_path)
             extra_sources.append(sub)

@@ -42,6 +42,7 @@ __all__ = [
     "parse_timestamp",
     "read_source",
     "split_exchange",
+    "type_of",
 ]
 
 REQUEST_BODY = "<request body>"
@@ -114,6 +115,15 @@ def content_key_of(chunks: Iterable[bytes]) -> str:
     for chunk in chunks:
         digest.update(chunk)
     return f"sha256:{digest.hexdigest()}"
+
+
+def type_of(value: Any) -> str | None:
+    """``value["type"]`` when ``value`` is an object whose ``type`` is a string, else
+    ``None`` (a hostile ``"type": [..]`` must not reach a set lookup)."""
+    if isinstance(value, dict):
+        kind = value.get("type")
+        return kind if isinstance(kind, str) else None
+    return None
 
 
 def json_content_key(path: Path | str, *values: Any) -> str:

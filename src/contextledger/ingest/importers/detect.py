@@ -1,9 +1,20 @@
 """Format detection for transcript files.
 
-Detection looks at content, not file names: a JSON document is classified by its top-level
-shape and keys, a JSON Lines file by its first parseable record.  Codex CLI rollouts and
-Aider chat histories are recognised and rejected with a "not supported yet" error so that a
-user learns what the file is rather than reading a parse failure.
+Detection looks at content, not file names:
+
+* a JSON document is classified by its top-level shape and keys (a Claude Code record
+  array, a Gemini CLI session, a tau2-bench simulation, a SWE-agent trajectory, a
+  provider request body or message list);
+* a JSON Lines file by its first *decisive* record: records that several formats share
+  or that only carry metadata are skipped (a Claude Code session may open with
+  ``last-prompt``, ``permission-mode``, ``summary`` or ``file-history-snapshot`` lines;
+  a bare-layout Codex rollout with its session meta and ``record_type`` lines), up to
+  :data:`SCAN_RECORDS` records;
+* an Aider chat history by its ``# aider chat started at`` header (or ``####`` prompt
+  lines).
+
+A format that is recognised but not supported (OpenHands event streams) is named in the
+error, so that a user learns what the file is rather than reading a parse failure.
 """
 
 from __future__ import annotations
@@ -17,19 +28,28 @@ from contextledger.ingest.importers.bodies import (
     detect_body_provider,
     message_list_dialect,
 )
-from contextledger.ingest.importers.claude_code import RECORD_TYPES
+from contextledger.ingest.importers.claude_code import CONVERSATION_TYPES, RECORD_TYPES
+from contextledger.ingest.importers.codex_rollout import RECORD_TYPES as CODEX_RECORD_TYPES
+from contextledger.ingest.importers.codex_rollout import is_bare_meta
 from contextledger.ingest.importers.common import (
     Source,
     describe_json,
     fail,
     parse_json_document,
     split_exchange,
+    type_of,
+)
+from contextledger.ingest.importers.gemini_cli import (
+    is_gemini_contents,
+    is_gemini_record,
+    is_gemini_session,
 )
 from contextledger.ingest.importers.openai_chat import LIST_KEYS
+from contextledger.ingest.importers.tau2_bench import is_tau2_document
 from contextledger.limits import loads_json
 
 __all__ = [
-    "CODEX_RECORD_TYPES",
+    "SCAN_RECORDS",
     "SUPPORTED_FORMATS",
     "UNSUPPORTED_FORMATS",
     "Detected",
@@ -42,12 +62,19 @@ SUPPORTED_FORMATS: tuple[str, ...] = (
     "swe-agent",
     "openai-responses",
     "anthropic-messages",
+    "codex-rollout",
+    "aider-history",
+    "gemini-cli",
+    "tau2-bench",
 )
-UNSUPPORTED_FORMATS: tuple[str, ...] = ("codex-rollout", "aider-history")
-CODEX_RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+UNSUPPORTED_FORMATS: tuple[str, ...] = ("openhands-events",)
+SCAN_RECORDS = 50
+"""Most JSON Lines records looked at before a file is declared unrecognised."""
+
 _BODY_FORMATS = {"openai-chat": "openai-chat", "openai-responses": "openai-responses", "anthropic": "anthropic-messages"}
 _AIDER_HEADER = re.compile(r"^# aider chat started at ", re.M)
-_SCAN_LINES = 50
+_AIDER_PROMPT = re.compile(r"\A(?:#### |> )")
+_CLAUDE_KEYS = ("uuid", "sessionId", "leafUuid", "messageId", "operation", "message")
 
 
 class Detected:
@@ -55,7 +82,7 @@ class Detected:
 
     Attributes:
         format: one of :data:`SUPPORTED_FORMATS`.
-        document: the parsed JSON value, or ``None`` for a JSON Lines file.
+        document: the parsed JSON value, or ``None`` for a JSON Lines or text file.
     """
 
     __slots__ = ("document", "format")
@@ -70,30 +97,77 @@ def _unsupported(source: Source, name: str, what: str) -> None:
 
 
 def _is_claude_record(value: Any) -> bool:
-    if not isinstance(value, dict) or value.get("type") not in RECORD_TYPES:
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         return False
-    return any(k in value for k in ("uuid", "sessionId", "leafUuid", "messageId", "operation"))
+    kind = value["type"]
+    if kind in CONVERSATION_TYPES:
+        return any(k in value for k in _CLAUDE_KEYS)
+    return kind in RECORD_TYPES
 
 
 def _is_codex_record(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("type") in CODEX_RECORD_TYPES and "payload" in value
+    return isinstance(value, dict) and (
+        (type_of(value) in CODEX_RECORD_TYPES and "payload" in value) or is_bare_meta(value)
+    )
 
 
-def _classify_record(source: Source, value: Any, line_no: int) -> str:
+def _is_openhands_event(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("source") in ("agent", "user", "environment") and (
+        "action" in value or "observation" in value
+    )
+
+
+def _record_format(value: Any) -> str | None:
+    """The format a JSON Lines record decides, or ``None`` when it decides nothing."""
+    if not isinstance(value, dict):
+        return None
+    if _is_codex_record(value):
+        return "codex-rollout"
     if _is_claude_record(value):
         return "claude-code"
-    if _is_codex_record(value):
-        _unsupported(source, "codex-rollout", "Codex CLI rollout")
-    if isinstance(value, dict) and value.get("type") in RESPONSES_ITEM_TYPES:
+    if is_gemini_record(value):
+        return "gemini-cli"
+    if type_of(value) in RESPONSES_ITEM_TYPES:
         return "openai-responses"
-    if isinstance(value, dict) and "role" in value:
+    if "role" in value:
         return "openai-chat"
-    what = f"an object with keys {', '.join(repr(k) for k in list(value)[:8])}" if isinstance(value, dict) else describe_json(value)
+    if _is_openhands_event(value):
+        return "openhands-events"
+    return None
+
+
+def _describe_record(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"an object with keys {', '.join(repr(k) for k in list(value)[:8])}"
+    return describe_json(value)
+
+
+def _classify_lines(source: Source) -> str:
+    first: tuple[int, Any] | None = None
+    seen = 0
+    for line_no, line in enumerate(source.text.split("\n"), start=1):
+        if seen >= SCAN_RECORDS:
+            break
+        if not line.strip():
+            continue
+        try:
+            value = loads_json(line)
+        except json.JSONDecodeError:
+            continue
+        seen += 1
+        first = first or (line_no, value)
+        kind = _record_format(value)
+        if kind == "openhands-events":
+            _unsupported(source, kind, "OpenHands event stream")
+        if kind is not None:
+            return kind
+    line_no, value = first if first is not None else (1, None)
     fail(
         source.path,
         f"line {line_no}",
-        f"unrecognised JSON Lines record: found {what}; expected a Claude Code record "
-        "(type user/assistant/...) or a chat message with 'role'",
+        f"unrecognised JSON Lines record: found {_describe_record(value)}; expected a Claude Code record "
+        "(type user/assistant/...), a Codex rollout line, a Gemini CLI message, a Responses item "
+        "or a chat message with 'role'",
     )
 
 
@@ -116,70 +190,75 @@ def _looks_swe_agent(document: dict[str, Any]) -> bool:
     return isinstance(messages, list) and any(isinstance(m, dict) and m.get("role") == "exit" for m in messages)
 
 
+def _classify_list(source: Source, document: list[Any]) -> str:
+    if not document:
+        fail(source.path, None, "JSON array is empty: expected a list of chat messages")
+    first = document[0]
+    if _is_claude_record(first) or any(_is_claude_record(v) and type_of(v) in CONVERSATION_TYPES for v in document[:SCAN_RECORDS]):
+        return "claude-code"
+    if is_gemini_contents(document):
+        return "gemini-cli"
+    if isinstance(first, dict) and ("role" in first or type_of(first) in RESPONSES_ITEM_TYPES):
+        return _BODY_FORMATS[detect_body_provider(document, source.name)]
+    if _is_openhands_event(first):
+        _unsupported(source, "openhands-events", "OpenHands event stream")
+    fail(source.path, "[0]", f"expected chat messages with a 'role', found {describe_json(first)}"
+         + (f" with keys {', '.join(repr(k) for k in list(first)[:8])}" if isinstance(first, dict) else ""))
+
+
+def _classify_object(source: Source, document: dict[str, Any]) -> str:
+    if _is_openhands_event(document):
+        _unsupported(source, "openhands-events", "OpenHands event stream")
+    if _is_claude_record(document):
+        return "claude-code"
+    if _is_codex_record(document):
+        return "codex-rollout"
+    if is_gemini_session(document):
+        return "gemini-cli"
+    if is_tau2_document(document):
+        return "tau2-bench"
+    if _looks_swe_agent(document):
+        return "swe-agent"
+    body, _ = split_exchange(document)
+    if "input" in body and not isinstance(body.get("messages"), list):
+        return "openai-responses"
+    if body.get("object") == "response" and isinstance(body.get("output"), list):
+        return "openai-responses"
+    if isinstance(body.get("messages"), list):
+        return _BODY_FORMATS[message_list_dialect(body["messages"], has_system_field=isinstance(body.get("system"), str | list))]
+    if any(isinstance(document.get(k), list) for k in LIST_KEYS):
+        return "openai-chat"
+    found = ", ".join(repr(k) for k in list(document)[:12]) or "none"
+    expected = ", ".join(repr(k) for k in LIST_KEYS)
+    fail(
+        source.path,
+        None,
+        f"JSON object has no message list: found keys {found}; expected one of {expected} "
+        "(chat) or 'history' / 'trajectory' (SWE-agent)",
+    )
+
+
 def _classify_document(source: Source, document: Any) -> str:
     if isinstance(document, list):
-        if not document:
-            fail(source.path, None, "JSON array is empty: expected a list of chat messages")
-        first = document[0]
-        if isinstance(first, dict) and ("role" in first or first.get("type") in RESPONSES_ITEM_TYPES):
-            return _BODY_FORMATS[detect_body_provider(document, source.name)]
-        fail(source.path, "[0]", f"expected chat messages with a 'role', found {describe_json(first)}"
-             + (f" with keys {', '.join(repr(k) for k in list(first)[:8])}" if isinstance(first, dict) else ""))
+        return _classify_list(source, document)
     if isinstance(document, dict):
-        if _is_claude_record(document):
-            return "claude-code"
-        if _is_codex_record(document):
-            _unsupported(source, "codex-rollout", "Codex CLI rollout")
-        if _looks_swe_agent(document):
-            return "swe-agent"
-        body, _ = split_exchange(document)
-        if "input" in body and not isinstance(body.get("messages"), list):
-            return "openai-responses"
-        if body.get("object") == "response" and isinstance(body.get("output"), list):
-            return "openai-responses"
-        if isinstance(body.get("messages"), list):
-            return _BODY_FORMATS[message_list_dialect(body["messages"], has_system_field=isinstance(body.get("system"), str | list))]
-        if any(isinstance(document.get(k), list) for k in LIST_KEYS):
-            return "openai-chat"
-        found = ", ".join(repr(k) for k in list(document)[:12]) or "none"
-        expected = ", ".join(repr(k) for k in LIST_KEYS)
-        fail(
-            source.path,
-            None,
-            f"JSON object has no message list: found keys {found}; expected one of {expected} "
-            "(chat) or 'history' / 'trajectory' (SWE-agent)",
-        )
+        return _classify_object(source, document)
     fail(source.path, None, f"expected a JSON array or object of messages, found {describe_json(document)}")
-
-
-def _first_records(text: str) -> list[tuple[int, Any]]:
-    found: list[tuple[int, Any]] = []
-    for line_no, line in enumerate(text.split("\n", _SCAN_LINES)[:_SCAN_LINES], start=1):
-        if not line.strip():
-            continue
-        try:
-            found.append((line_no, loads_json(line)))
-        except json.JSONDecodeError:
-            continue
-        if found:
-            break
-    return found
 
 
 def detect_source(source: Source) -> Detected:
     """Detect the format of an already-read file.
 
     Raises:
-        ImportFormatError: the format is recognised but unsupported (Codex rollout, Aider
-            history: reason ends with ``"is not supported yet"``), the content is not JSON
-            (reason quotes how the file starts), or the JSON has an unknown shape (reason
-            names what was found and what was expected).
+        ImportFormatError: a recognised but unsupported format (reason names it and ends
+            with ``"is not supported yet"``), content that is not JSON (reason quotes how
+            the file starts), or JSON of an unknown shape (reason names what was found and
+            what was expected).
     """
     text = source.text
     stripped = text.lstrip()
-    head = stripped[:4096]
-    if _AIDER_HEADER.search(head):
-        _unsupported(source, "aider-history", "Aider chat history")
+    if _AIDER_HEADER.search(stripped[:4096]) or _AIDER_PROMPT.match(stripped):
+        return Detected("aider-history", None)
     if not stripped.startswith(("{", "[")):
         fail(source.path, None, f"not a JSON or JSON Lines transcript: starts with {stripped[:40]!r}")
     try:
@@ -187,13 +266,10 @@ def detect_source(source: Source) -> Detected:
     except json.JSONDecodeError as exc:
         multi_line = stripped.startswith("{") and stripped.count("\n", 0, 1 << 20) >= 1
         if multi_line and (exc.msg == "Extra data" or exc.lineno == 1):
-            records = _first_records(text)
-            if records:
-                line_no, value = records[0]
-                return Detected(_classify_record(source, value, line_no), None)
+            return Detected(_classify_lines(source), None)
         parse_json_document(source)
         raise
     kind = _classify_document(source, document)
-    if kind == "claude-code":
+    if kind == "claude-code" and isinstance(document, dict):
         return Detected(kind, None)
     return Detected(kind, document)

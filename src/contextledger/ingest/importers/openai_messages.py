@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from contextledger.ingest.importers.call_ids import CallIdRegistry
-from contextledger.ingest.importers.common import describe_json, fail, image_from_url
+from contextledger.ingest.importers.common import describe_json, fail, image_from_url, type_of
 from contextledger.ingest.transcript import ImportedMessage
 from contextledger.records.enums import MessageKind, Role
 from contextledger.records.parts import (
@@ -96,7 +96,7 @@ def _convert_content(content: Any, path: Path | str, location: str, notes: list[
             continue
         if not isinstance(item, dict):
             fail(path, where, f"content part must be an object or a string, found {describe_json(item)}")
-        kind = item.get("type")
+        kind = type_of(item)
         if kind in _TEXT_PART_TYPES or (kind is None and isinstance(item.get("text"), str)):
             text = item.get("text")
             if isinstance(text, str) and text:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from contextledger.ingest.importers.call_ids import CallIdRegistry
-from contextledger.ingest.importers.common import describe_json, fail, image_from_base64
+from contextledger.ingest.importers.common import describe_json, fail, image_from_base64, type_of
 from contextledger.ingest.importers.openai_messages import content_to_parts
 from contextledger.ingest.transcript import ImportedMessage
 from contextledger.records.enums import MessageKind, Role
@@ -121,8 +121,8 @@ class ResponsesItems:
         """
         if not isinstance(item, dict):
             fail(self.path, location, f"expected an item object, found {describe_json(item)}")
-        kind = item.get("type")
-        if kind is None and "role" in item:
+        kind = type_of(item)
+        if kind is None and "role" in item and "type" not in item:
             kind = "message"
         if kind == "message":
             self._message(item, key, location)
