@@ -222,6 +222,9 @@ async def handle(request: Request, dialect: Dialect) -> Response:
         return _error(dialect, 400, str(exc))
     except ContextLedgerError as exc:
         return await _passthrough(request, dialect, raw, f"{type(exc).__name__}: {exc}")
+    except Exception as exc:
+        _log.error("%s request not assembled: %s", dialect.name, type(exc).__name__, exc_info=exc)
+        return await _passthrough(request, dialect, raw, f"not assembled ({type(exc).__name__})")
     return await _forward(request, dialect, prep)
 
 
