@@ -40,8 +40,10 @@ def rows() -> list[dict[str, Any]]:
     return [r.as_dict() for r in run_real(files, (4000,))]
 
 
-def _row(rows: list[dict[str, Any]], case: str, strategy: str = CONTEXTLEDGER) -> dict[str, Any]:
-    found = [r for r in rows if r["case"] == case and r["strategy"] == strategy]
+def _row(rows: list[dict[str, Any]], case: str, strategy: str = CONTEXTLEDGER, provider: str | None = None) -> dict[str, Any]:
+    found = [r for r in rows if r["case"] == case and r["strategy"] == strategy and (provider or r["provider"]) == r["provider"]]
+    if provider is None:
+        found = found[:1]  # the case's own provider comes first
     assert len(found) == 1
     return found[0]
 
@@ -57,10 +59,12 @@ def test_real_files_lists_only_supported_formats() -> None:
 def test_every_strategy_runs_on_every_sample_file(rows: list[dict[str, Any]]) -> None:
     names = [CONTEXTLEDGER, *(s.name for s in all_strategies())]
     for case in SAMPLE:
-        assert [r["strategy"] for r in rows if r["case"] == case] == names
+        native = "anthropic" if case.startswith(("marot", "claude")) else "openai-chat"
+        assert [(r["provider"], r["strategy"]) for r in rows if r["case"] == case] == [(p, n) for p in (native, "openai-responses") for n in names]
         assert all(r["error"] is None and r["budget_tokens"] == 4000 for r in rows if r["case"] == case)
-        replay = _row(rows, case, "replay")
-        assert replay["tokens"] == replay["replay_tokens"] > 0
+        for provider in (native, "openai-responses"):
+            replay = _row(rows, case, "replay", provider)
+            assert replay["tokens"] == replay["replay_tokens"] > 0
 
 
 def test_probes_derived_from_real_transcripts(rows: list[dict[str, Any]]) -> None:
@@ -74,19 +78,19 @@ def test_probes_derived_from_real_transcripts(rows: list[dict[str, Any]]) -> Non
 
 @pytest.mark.parametrize("case", [_case(c, "recall") for c in SAMPLE])
 def test_contextledger_recall(rows: list[dict[str, Any]], case: str) -> None:
-    r = _row(rows, case)
-    assert (r["must_see_recall"], r["missing"]) == (1.0, [])
+    for r in (_row(rows, case), _row(rows, case, provider="openai-responses")):
+        assert (r["must_see_recall"], r["missing"]) == (1.0, [])
 
 
 @pytest.mark.parametrize("case", [_case(c, "leaks") for c in SAMPLE])
 def test_contextledger_no_leaks(rows: list[dict[str, Any]], case: str) -> None:
-    assert _row(rows, case)["must_not_see_leaks"] == 0
+    assert _row(rows, case)["must_not_see_leaks"] == _row(rows, case, provider="openai-responses")["must_not_see_leaks"] == 0
 
 
 @pytest.mark.parametrize("case", [_case(c, "valid") for c in SAMPLE])
 def test_contextledger_valid(rows: list[dict[str, Any]], case: str) -> None:
-    r = _row(rows, case)
-    assert (r["valid"], r["validity_errors"]) == (True, [])
+    for r in (_row(rows, case), _row(rows, case, provider="openai-responses")):
+        assert (r["valid"], r["validity_errors"]) == (True, [])
 
 
 def test_derive_probes_on_a_recorded_session() -> None:
@@ -117,23 +121,42 @@ def test_derive_probes_on_a_recorded_session() -> None:
     assert [(f.text, f.outside_call_arguments) for f in must_not] == [("return text.split(',')  # naive split on commas", True)]
 
 
-# -- contextledger alone on every supported real transcript, at both budgets ------------
+# -- contextledger alone on every supported real transcript, at both budgets, in the
+# -- file's own provider format and as an OpenAI Responses payload --------------------
 
 ALL_FILES = [f.rel for f in real_files(real_data_dir())]
+NATIVE = "native"
+# (case, budget, provider) -> why a leak probe fails there; the other invariants hold
+KNOWN_LEAKS: dict[tuple[str, int, str], str] = {
+    ("codemie-code/claude-code/session-624a4a58.jsonl", 16000, "openai-responses"): (
+        "with the room the OpenAI count leaves at 16,000 tokens, the session's continuation "
+        "summary (user text) is selected, and it quotes lines of ARCHITECTURE-REFACTORING.md "
+        "that a later edit removed; the Chat Completions payload shows the same"
+    ),
+}
 
 
 @pytest.fixture(scope="module")
-def all_rows() -> dict[tuple[str, int], dict[str, Any]]:
-    rows = run_real(real_files(real_data_dir()), (4000, 16000), strategies=[])
-    return {(r.case, r.budget_tokens): r.as_dict() for r in rows}
+def all_rows() -> dict[tuple[str, int, str], dict[str, Any]]:
+    rows = [r.as_dict() for r in run_real(real_files(real_data_dir()), (4000, 16000), strategies=[])]
+    out: dict[tuple[str, int, str], dict[str, Any]] = {}
+    for r in rows:
+        key = NATIVE if (r["case"], r["budget_tokens"], NATIVE) not in out else r["provider"]
+        out[(r["case"], r["budget_tokens"], key)] = r
+    return out
 
 
+@pytest.mark.parametrize("provider", [NATIVE, "openai-responses"])
 @pytest.mark.parametrize("budget", [4000, 16000])
 @pytest.mark.parametrize("case", ALL_FILES)
-def test_contextledger_invariants_on_every_real_transcript(all_rows: dict[tuple[str, int], dict[str, Any]], case: str, budget: int) -> None:
-    r = all_rows[(case, budget)]
+def test_contextledger_invariants_on_every_real_transcript(all_rows: dict[tuple[str, int, str], dict[str, Any]], case: str, budget: int, provider: str) -> None:
+    r = all_rows[(case, budget, provider)]
     assert r["error"] is None
+    assert r["provider"] == provider if provider != NATIVE else r["provider"] in ("anthropic", "openai-chat")
     assert (r["must_see_recall"], r["missing"]) == (1.0, [])
-    assert (r["must_not_see_leaks"], r["leaked"]) == (0, [])
     assert (r["valid"], r["validity_errors"]) == (True, [])
     assert r["tokens"] <= budget
+    if (case, budget, provider) in KNOWN_LEAKS:
+        assert r["must_not_see_leaks"] > 0, "fixed: remove the KNOWN_LEAKS entry"
+    else:
+        assert (r["must_not_see_leaks"], r["leaked"]) == (0, [])

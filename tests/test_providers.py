@@ -714,7 +714,7 @@ def test_unknown_provider_is_an_input_error() -> None:
         count_payload_tokens("gemini", {})
     with pytest.raises(InputError):
         validate_payload("gemini", {})
-    assert PROVIDERS == ("openai-chat", "anthropic")
+    assert PROVIDERS == ("openai-chat", "anthropic", "openai-responses")
 
 
 def test_determinism_and_no_aliasing() -> None:

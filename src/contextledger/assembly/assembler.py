@@ -105,7 +105,8 @@ class AssemblyResult:
     Attributes:
         record: the persisted :class:`ContextAssembly`.
         payload: the provider request-body fields (``{"messages", "tools"}`` for OpenAI
-            Chat Completions, ``{"system", "messages", "tools"}`` for Anthropic).
+            Chat Completions, ``{"system", "messages", "tools"}`` for Anthropic,
+            ``{"instructions", "input", "tools"}`` for OpenAI Responses).
         request: the provider-neutral request before serialization.
         trace: per-record decisions (always computed; persisted only with ``trace``).
     """
@@ -320,7 +321,7 @@ class Assembler:
             policy_version=self.policy.version,
             assembler_version=ASSEMBLER_VERSION,
             legacy_message_count=legacy_count,
-            assembled_message_count=len(payload.get("messages", [])),
+            assembled_message_count=len(payload.get("messages", payload.get("input", []))),
             replay_tokens=replay_tokens,
             replay_mode=replay,
             assembled_tokens=assembled_tokens,
@@ -393,7 +394,7 @@ class Assembler:
         _, payload = self.store.get_assembly(scope, prev.id)
         old = ""
         if payload:
-            sysval = payload.get("system")
+            sysval = payload.get("system", payload.get("instructions"))
             if isinstance(sysval, str):
                 old = sysval
             else:
@@ -922,7 +923,9 @@ class Assembler:
         def exact(req: NeutralRequest) -> int:
             return int(count(provider, serialize(provider, req, resolve_blob=None, memo=serial_memo), memo=count_memo))
 
-        additive = provider == "openai-chat"
+        from contextledger.providers.registry import ADDITIVE_PROVIDERS
+
+        additive = provider in ADDITIVE_PROVIDERS
 
         def sent_cost(p: _Piece) -> int:
             """Tokens ``p``'s messages took in the last exact count, read from the memos

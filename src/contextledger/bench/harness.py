@@ -37,10 +37,39 @@ from contextledger.providers.base import NeutralRequest, ToolSchema
 from contextledger.providers.registry import count_payload_tokens, validate_payload
 from contextledger.store.base import Scope
 
-__all__ = ["CONTEXTLEDGER", "CaseInput", "Row", "build_replay", "replay_tool_schemas", "run_case", "run_contextledger", "run_peer", "run_scenarios"]
+__all__ = [
+    "CONTEXTLEDGER", "DEFAULT_PROVIDERS", "NATIVE", "CaseInput", "Row", "build_replay", "case_providers", "replay_tool_schemas",
+    "run_case", "run_contextledger", "run_peer", "run_scenarios",
+]
 
 CONTEXTLEDGER = "contextledger"
 """Strategy name of the assembler with the default policy."""
+
+NATIVE = "native"
+"""Stands for a case's own provider (the format its agent spoke) in a providers list."""
+
+DEFAULT_PROVIDERS = (NATIVE, "openai-responses")
+"""Every case runs in its own provider's payload and as an OpenAI Responses payload."""
+
+
+def case_providers(native: str, providers: Sequence[str]) -> list[str]:
+    """The providers one case runs in: ``providers`` with :data:`NATIVE` replaced by
+    ``native``, duplicates removed, order kept.
+
+    Raises:
+        InputError: an unknown provider name.
+    """
+    from contextledger.errors import InputError
+    from contextledger.providers.registry import PROVIDERS
+
+    out: list[str] = []
+    for p in providers:
+        name = native if p == NATIVE else p
+        if name not in PROVIDERS:
+            raise InputError(f"unknown provider {p!r}; expected {NATIVE} or one of {', '.join(PROVIDERS)}")
+        if name not in out:
+            out.append(name)
+    return out
 
 _ALL = 10**9
 
@@ -207,18 +236,23 @@ def run_scenarios(
     names: Sequence[str] | None = None,
     strategies: Sequence[Strategy] | None = None,
     workdir: str | None = None,
+    providers: Sequence[str] = DEFAULT_PROVIDERS,
 ) -> list[Row]:
     """Build every scenario (or those in ``names``) at every scale into its own fresh
-    SQLite ledger (under ``workdir`` or a temporary folder) and run :func:`run_case`.
+    SQLite ledger (under ``workdir`` or a temporary folder) and run :func:`run_case` once
+    per provider of :func:`case_providers` (default: the scenario's own, then OpenAI
+    Responses).
 
     Raises:
         KeyError: an unknown scenario name.
+        InputError: an unknown provider.
     """
     import tempfile
     from pathlib import Path
 
     from contextledger.bench.scenarios import all_scenarios, get_scenario
 
+    case_providers("openai-chat", providers)  # an unknown name fails before any work
     chosen = [get_scenario(n) for n in names] if names else list(all_scenarios())
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
@@ -228,12 +262,13 @@ def run_scenarios(
                 ledger = Ledger.open(home=home)
                 try:
                     b = scenario.build(ledger, scale)
-                    inp = CaseInput(
-                        case=scenario.name, ledger=ledger, conversation_id=b.conversation_id, branch_id=b.branch_id,
-                        participant_id=b.participant_id, provider=b.provider, budget_tokens=b.budget_tokens, now=b.now,
-                        must_see=b.must_see, must_not_see=b.must_not_see, scale=scale,
-                    )
-                    rows.extend(run_case(inp, strategies))
+                    for provider in case_providers(b.provider, providers):
+                        inp = CaseInput(
+                            case=scenario.name, ledger=ledger, conversation_id=b.conversation_id, branch_id=b.branch_id,
+                            participant_id=b.participant_id, provider=provider, budget_tokens=b.budget_tokens, now=b.now,
+                            must_see=b.must_see, must_not_see=b.must_not_see, scale=scale,
+                        )
+                        rows.extend(run_case(inp, strategies))
                 finally:
                     ledger.close()
     return rows

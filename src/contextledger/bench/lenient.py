@@ -8,14 +8,16 @@ pairing or order checks and :func:`~contextledger.providers.registry.validate_pa
 reports what is broken (issue "Prove it": provider validity per strategy × scenario).
 
 Rules of the lenient rendering (same shapes as the strict serializers,
-:mod:`contextledger.providers.openai_chat` and :mod:`contextledger.providers.anthropic`):
+:mod:`contextledger.providers.openai_chat`, :mod:`contextledger.providers.anthropic` and
+:mod:`contextledger.providers.openai_responses`):
 
 * a request the strict serializer accepts is serialized strictly — byte-identical;
 * otherwise every neutral message is rendered *where it stands*: nothing is moved,
   paired, dropped or invented (except Anthropic's merge of consecutive same-role
   messages and its ``"(continuing)"`` opener, which the strict path applies too);
-* tool results inside ``tool`` messages become OpenAI ``tool`` messages or Anthropic
-  ``tool_result`` blocks in a user message; call ids go through
+* tool results inside ``tool`` messages become OpenAI ``tool`` messages, Anthropic
+  ``tool_result`` blocks in a user message or Responses ``function_call_output`` items;
+  call ids go through
   :func:`~contextledger.providers.openai_chat.safe_identifier` without collision checks;
 * thinking parts are left out (no provider receives them); images and binaries become
   their placeholder text;
@@ -46,7 +48,8 @@ from contextledger.providers.openai_chat import (
     image_placeholder,
     safe_identifier,
 )
-from contextledger.providers.registry import PROVIDERS, serialize
+from contextledger.providers.openai_responses import OPENAI_RESPONSES_CALL_ID_MAX_LENGTH
+from contextledger.providers.registry import serialize
 from contextledger.records.parts import (
     BinaryPart,
     ImagePart,
@@ -55,7 +58,7 @@ from contextledger.records.parts import (
     ToolResultPart,
 )
 
-__all__ = ["lenient_payload", "payload_json", "render_anthropic", "render_openai_chat"]
+__all__ = ["lenient_payload", "payload_json", "render_anthropic", "render_openai_chat", "render_openai_responses"]
 
 
 def _wire_id(call_id: str, max_length: int) -> str:
@@ -193,6 +196,50 @@ def render_anthropic(request: NeutralRequest) -> dict[str, Any]:
     return payload
 
 
+def render_openai_responses(request: NeutralRequest) -> dict[str, Any]:
+    """Responses ``instructions``/``input``/``tools`` for ``request`` with no pairing checks.
+
+    Shapes follow :mod:`contextledger.providers.openai_responses`; each neutral message
+    becomes its items where it stands (a tool message's results become
+    ``function_call_output`` items, any text of it a user message).  Never raises for a
+    well-typed request.
+    """
+    items: list[dict[str, Any]] = []
+    for m in request.messages:
+        texts = [t for t in (_text_of(p) for p in m.parts) if t is not None]
+        calls = [p for p in m.parts if isinstance(p, ToolCallPart)]
+        results = [p for p in m.parts if isinstance(p, ToolResultPart)]
+        text = "\n".join(texts)
+        if m.name and m.role != "tool":
+            text = f"[{m.name}] {text}" if text else f"[{m.name}]"
+        if text or (not calls and not results):
+            items.append({"type": "message", "role": "assistant" if m.role == "assistant" else "user", "content": text})
+        items.extend(
+            {"type": "function_call", "call_id": _wire_id(c.call_id, OPENAI_RESPONSES_CALL_ID_MAX_LENGTH), "name": c.tool_name, "arguments": c.arguments_json}
+            for c in calls
+        )
+        for r in results:
+            body = _result_text(r)
+            if r.is_error:
+                body = TOOL_ERROR_MARK + ("\n" + body if body else "")
+            items.append({"type": "function_call_output", "call_id": _wire_id(r.call_id, OPENAI_RESPONSES_CALL_ID_MAX_LENGTH), "output": body})
+    payload: dict[str, Any] = {}
+    system = "\n\n".join(b for b in request.system if b.strip())
+    if system:
+        payload["instructions"] = system
+    payload["input"] = items
+    tools = _tools(request)
+    if tools:
+        payload["tools"] = [
+            {"type": "function", "name": t.name, **({"description": t.description} if t.description else {}), "parameters": copy.deepcopy(t.parameters), "strict": False}
+            for t in tools
+        ]
+    return payload
+
+
+_RENDERERS = {"openai-chat": render_openai_chat, "anthropic": render_anthropic, "openai-responses": render_openai_responses}
+
+
 def lenient_payload(provider: str, request: NeutralRequest) -> tuple[dict[str, Any], bool]:
     """``(payload, strict)``: the strict serialization when it succeeds (``strict=True``),
     else the lenient rendering of this module (``strict=False``).
@@ -204,12 +251,11 @@ def lenient_payload(provider: str, request: NeutralRequest) -> tuple[dict[str, A
         return serialize(provider, request), True
     except ProviderSerializationError:
         pass
-    if provider == PROVIDERS[0]:
-        return render_openai_chat(request), False
-    if provider == PROVIDERS[1]:
-        return render_anthropic(request), False
-    serialize(provider, request)  # raises InputError for an unknown provider
-    raise AssertionError("unreachable")  # pragma: no cover
+    render = _RENDERERS.get(str(provider))
+    if render is None:
+        serialize(provider, request)  # raises InputError for an unknown provider
+        raise AssertionError("unreachable")  # pragma: no cover
+    return render(request), False
 
 
 def payload_json(payload: dict[str, Any]) -> str:

@@ -99,12 +99,16 @@ def _strings(value: Any, out: list[str]) -> None:
 def payload_texts(payload: dict[str, Any]) -> tuple[str, str]:
     """``(all_text, text_outside_call_arguments)`` of a provider payload, normalized.
 
-    Works for both wire shapes (OpenAI Chat ``tool_calls[].function.arguments``,
-    Anthropic ``tool_use.input``), valid or not.
+    Works for every wire shape (OpenAI Chat ``tool_calls[].function.arguments``,
+    Anthropic ``tool_use.input``, OpenAI Responses ``function_call.arguments``), valid or
+    not.
     """
     everything: list[str] = []
     outside: list[str] = []
     for key, value in payload.items():
+        if key == "input" and isinstance(value, list):
+            _responses_texts(value, everything, outside)
+            continue
         if key != "messages":
             _strings(value, everything)
             _strings(value, outside)
@@ -138,6 +142,21 @@ def payload_texts(payload: dict[str, Any]) -> tuple[str, str]:
                     _strings(mval, everything)
                     _strings(mval, outside)
     return normalize("\n".join(everything)), normalize("\n".join(outside))
+
+
+def _responses_texts(items: list[Any], everything: list[str], outside: list[str]) -> None:
+    """The texts of Responses ``input`` items; a ``function_call``'s arguments count only
+    in ``everything`` (decoded, as for the other shapes)."""
+    for item in items:
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            _strings({k: v for k, v in item.items() if k != "arguments"}, outside)
+            _strings(item, everything)
+            args = item.get("arguments")
+            if isinstance(args, str):
+                everything.append(_decoded(args))
+        else:
+            _strings(item, everything)
+            _strings(item, outside)
 
 
 def _decoded(arguments: str) -> str:
@@ -178,12 +197,25 @@ def content_texts(payload: dict[str, Any], path: str) -> str:
     """The normalized text of ``payload`` that presents file ``path``'s content: results
     of calls that read it (:func:`reads_path`) and every system/user text that is not a
     tool result; assistant text, tool-call arguments and other tools' results excluded.
-    Works for both wire shapes."""
+    Works for every wire shape."""
     out: list[str] = []
     calls: dict[str, tuple[str, str]] = {}
     for key, value in payload.items():
-        if key == "system":
+        if key in ("system", "instructions"):
             _strings(value, out)
+    items = payload.get("input")
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            calls[str(item.get("call_id"))] = (str(item.get("name") or ""), str(item.get("arguments") or ""))
+        elif kind == "function_call_output":
+            name, args = calls.get(str(item.get("call_id")), ("", ""))
+            if reads_path(name, args, path):
+                _strings(item.get("output"), out)
+        elif kind == "message" and item.get("role") in ("user", "system", "developer"):
+            _strings(item.get("content"), out)
     for message in payload.get("messages") or []:
         if not isinstance(message, dict):
             continue

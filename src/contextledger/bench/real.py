@@ -28,7 +28,8 @@ derived mechanically from the recorded graph, identically for every strategy
   issue tracker quoting code) do not present the file as current;
 * validity — scored by the harness.
 
-The provider is Anthropic for Claude Code files and OpenAI Chat for the others.
+The native provider is Anthropic for Claude Code files and OpenAI Chat for the others;
+every file also runs as an OpenAI Responses payload (``providers``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextledger.bench.harness import CaseInput, Row, run_case
+from contextledger.bench.harness import DEFAULT_PROVIDERS, CaseInput, Row, case_providers, run_case
 from contextledger.bench.probes import Fact, normalize
 from contextledger.bench.strategies import Strategy
 from contextledger.ledger import Ledger
@@ -190,31 +191,41 @@ def run_real(
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     strategies: Sequence[Strategy] | None = None,
     workdir: str | None = None,
+    providers: Sequence[str] = DEFAULT_PROVIDERS,
 ) -> list[Row]:
     """Import each file into one fresh SQLite ledger and run every strategy at every
-    budget; a file that fails to import or assemble gives one ``error`` row per budget
-    (strategy ``contextledger``)."""
+    budget, once per provider of
+    :func:`~contextledger.bench.harness.case_providers` (default: the file's own, then
+    OpenAI Responses); a file that fails to import or assemble gives one ``error`` row
+    per budget and provider (strategy ``contextledger``).
+
+    Raises:
+        InputError: an unknown provider.
+    """
+    case_providers("openai-chat", providers)  # an unknown name fails before any work
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         ledger = Ledger.open(home=Path(tmp) / "real")
         try:
             for f in files:
-                provider = _provider(f.format)
+                wanted = case_providers(_provider(f.format), providers)
                 try:
                     res = ledger.import_file(f.path)
                     must_see, must_not = derive_probes(ledger, res.conversation_id)
                 except Exception as exc:  # reported, never skipped
-                    rows.extend(_error_rows(f.rel, provider, budgets, exc))
+                    for provider in wanted:
+                        rows.extend(_error_rows(f.rel, provider, budgets, exc))
                     continue
-                for budget in budgets:
-                    inp = CaseInput(
-                        case=f.rel, ledger=ledger, conversation_id=res.conversation_id, branch_id=None, participant_id=None,
-                        provider=provider, budget_tokens=budget, now=None, must_see=must_see, must_not_see=must_not,
-                    )
-                    try:
-                        rows.extend(run_case(inp, strategies))
-                    except Exception as exc:
-                        rows.extend(_error_rows(f.rel, provider, (budget,), exc))
+                for provider in wanted:
+                    for budget in budgets:
+                        inp = CaseInput(
+                            case=f.rel, ledger=ledger, conversation_id=res.conversation_id, branch_id=None, participant_id=None,
+                            provider=provider, budget_tokens=budget, now=None, must_see=must_see, must_not_see=must_not,
+                        )
+                        try:
+                            rows.extend(run_case(inp, strategies))
+                        except Exception as exc:
+                            rows.extend(_error_rows(f.rel, provider, (budget,), exc))
         finally:
             ledger.close()
     return rows

@@ -10,8 +10,10 @@ JSON shape (issue "Prove it")::
      ...kind-specific keys ("scale": latency/throughput series)}
 
 Markdown: for ``scenarios`` and ``real``, one pivot table per history multiplier / budget
-(rows = cases, columns = strategies, a cell = reduction, recall, leaks and ✗ when the
-payload is provider-invalid) plus contextledger's detail table (tokens, must-see tokens,
+and payload section (rows = cases, columns = strategies, a cell = reduction, recall, leaks
+and ✗ when the payload is provider-invalid; the first section holds each case's first
+provider — its own —, the next one its second provider, e.g. OpenAI Responses, see
+:func:`provider_sections`) plus contextledger's detail table (tokens, must-see tokens,
 floor ratio, what was missing or leaked); for ``scale``, the latency and throughput table
 (one row per backend × history shape × size; a row without ``shape`` is ``pipeline``;
 "calibration ms" is the machine's speed just before the point, ``ScalePoint.calibration_ms``).
@@ -29,7 +31,7 @@ from typing import Any
 
 from contextledger.bench.harness import CONTEXTLEDGER, Row
 
-__all__ = ["build_report", "detail_table", "machine_info", "markdown", "pivot_table", "versions", "write_report"]
+__all__ = ["build_report", "detail_table", "machine_info", "markdown", "pivot_table", "provider_sections", "versions", "write_report"]
 
 _PACKAGES = ("contextledger", "langchain-core", "langchain", "autogen-core", "openai-agents", "tiktoken", "sqlalchemy", "psycopg")
 
@@ -88,6 +90,25 @@ def _strategies(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         if r["strategy"] not in seen:
             seen.append(r["strategy"])
     return seen
+
+
+def provider_sections(rows: Sequence[Mapping[str, Any]], key: str) -> list[tuple[Any, str, list[Mapping[str, Any]]]]:
+    """``(group, providers_label, rows)`` per ``key`` value (scale or budget) and payload
+    section, in first-seen order.  A case's rows in its first provider (its own format)
+    form section 0 (label ``""``); its rows in a second provider form section 1, and so
+    on; a later section's label lists the providers it holds (``"openai-responses"``)."""
+    seen: dict[tuple[str, Any], list[str]] = {}
+    sections: dict[tuple[Any, int], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        order = seen.setdefault((r["case"], r.get(key)), [])
+        if r["provider"] not in order:
+            order.append(r["provider"])
+        sections.setdefault((r.get(key), order.index(r["provider"])), []).append(r)
+    out: list[tuple[Any, str, list[Mapping[str, Any]]]] = []
+    for (group, rank), sel in sections.items():
+        label = "" if rank == 0 else ", ".join(sorted({r["provider"] for r in sel}))
+        out.append((group, label, sel))
+    return out
 
 
 def pivot_table(rows: Sequence[Mapping[str, Any]], *, group_key: str = "scale", group_value: Any = 1) -> str:
@@ -159,9 +180,10 @@ def markdown(report: Mapping[str, Any]) -> str:
             groups.append(r.get(key))
     head.append("Cell: reduction vs replay, must-see recall (r), must-not-see leaks (L), ✗ = provider-invalid payload.")
     head.append("")
-    for g in groups:
+    for g, providers, sel in sorted(provider_sections(rows, key), key=lambda x: (groups.index(x[0]), x[1])):
         label = f"{g}× history" if kind == "scenarios" else f"budget {g} tokens"
-        head += [f"## {label}", "", pivot_table(rows, group_key=key, group_value=g), ""]
+        label += f", {providers} payloads" if providers else ""
+        head += [f"## {label}", "", pivot_table(sel, group_key=key, group_value=g), ""]
     head += ["## contextledger detail", "", detail_table(rows), ""]
     return "\n".join(head)
 

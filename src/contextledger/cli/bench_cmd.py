@@ -22,6 +22,8 @@ app = typer.Typer(help="Benchmark contextledger against replay and peer strategi
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report instead of the Markdown tables.")]
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder for the JSON, Markdown and PNG outputs.")]
 NoPeersOpt = Annotated[bool, typer.Option("--no-peers", help="Run contextledger only (no peer strategies).")]
+ProvidersOpt = Annotated[str, typer.Option("--providers", help="Payload formats, comma separated: native (each case's own), openai-chat, anthropic, openai-responses.")]
+_DEFAULT_PROVIDERS = "native,openai-responses"
 _DEFAULT_OUT = Path("bench-results")
 
 
@@ -40,6 +42,20 @@ def _ints(text: str, option: str) -> list[int]:
     if not values or min(values) < 1:
         raise InputError(f"{option}: expected comma-separated whole numbers of at least 1, got {text!r}")
     return values
+
+
+def _names(text: str) -> list[str]:
+    """The comma-separated names of ``--providers`` (at least one; the runners check them).
+
+    Raises:
+        InputError: no name given.
+    """
+    from contextledger.errors import InputError
+
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise InputError(f"--providers: expected comma-separated provider names, got {text!r}")
+    return names
 
 
 @contextlib.contextmanager
@@ -71,6 +87,7 @@ def scenarios(
     scales: Annotated[str, typer.Option("--scales", help="History multipliers, comma separated.")] = "1,10,100",
     case: Annotated[list[str] | None, typer.Option("--case", help="Run only this scenario (repeatable).")] = None,
     no_peers: NoPeersOpt = False,
+    providers: ProvidersOpt = _DEFAULT_PROVIDERS,
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
@@ -79,7 +96,7 @@ def scenarios(
         from contextledger.bench.harness import run_scenarios
         from contextledger.bench.report import build_report
 
-        rows = run_scenarios(_ints(scales, "--scales"), case or None, [] if no_peers else None)
+        rows = run_scenarios(_ints(scales, "--scales"), case or None, [] if no_peers else None, providers=_names(providers))
     _finish(build_report("scenarios", rows), out, as_json)
 
 
@@ -91,6 +108,7 @@ def real(
     max_bytes: Annotated[int | None, typer.Option("--max-bytes", help="Only files of at most this many bytes.")] = None,
     match: Annotated[str | None, typer.Option("--match", help="Only files whose path contains this text.")] = None,
     no_peers: NoPeersOpt = False,
+    providers: ProvidersOpt = _DEFAULT_PROVIDERS,
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
@@ -102,7 +120,7 @@ def real(
         from contextledger.bench.report import build_report
 
         files = real_files(root, limit=limit, max_bytes=max_bytes, match=match)
-        rows = run_real(files, _ints(budgets, "--budgets"), [] if no_peers else None)
+        rows = run_real(files, _ints(budgets, "--budgets"), [] if no_peers else None, providers=_names(providers))
         layer = measure_memory_layer(files)
     out.mkdir(parents=True, exist_ok=True)
     (out / "memory-layer.md").write_text("# Memory layer vs raw tool payloads\n\n" + memory_layer_markdown(layer) + "\n", encoding="utf-8")

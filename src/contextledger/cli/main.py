@@ -128,7 +128,7 @@ def assemble_cmd(
     conversation: Annotated[str, typer.Argument(help="Conversation id.")],
     branch: Annotated[str | None, typer.Option("--branch", help="Branch id (default: the active branch).")] = None,
     participant: Annotated[str | None, typer.Option("--participant", help="Participant id or name to assemble for.")] = None,
-    provider: Annotated[str, typer.Option("--provider", help="openai-chat | anthropic")] = "openai-chat",
+    provider: Annotated[str, typer.Option("--provider", help="openai-chat | anthropic | openai-responses")] = "openai-chat",
     budget: Annotated[int | None, typer.Option("--budget", help="Token budget (default from the policy).")] = None,
     now: Annotated[str | None, typer.Option("--now", help="Evaluation time, ISO 8601 (default: for an imported conversation the time of its newest record, else the current time).")] = None,
     policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML file (default: bundled).")] = None,
@@ -227,7 +227,7 @@ DEMO_MARKER = ".contextledger-demo"
 @app.command("demo")
 def demo_cmd(
     budget: Annotated[int, typer.Option("--budget", help="Token budget.")] = 4000,
-    provider: Annotated[str, typer.Option("--provider", help="openai-chat | anthropic")] = "anthropic",
+    provider: Annotated[str, typer.Option("--provider", help="openai-chat | anthropic | openai-responses")] = "anthropic",
     keep: Annotated[bool, typer.Option("--keep", help="Keep the demo data directory.")] = False,
     as_json: JsonOpt = False,
 ) -> None:

@@ -20,6 +20,21 @@ tokens with tiktoken")::
 Image content parts count :data:`OPENAI_IMAGE_TOKENS` each (the documented high-detail
 cost of a 1024×1024 image: 85 + 4 tiles × 170), since the payload does not say the size.
 
+OpenAI Responses (o200k, the same framing as Chat Completions, so one neutral request
+counts alike in both OpenAI formats)::
+
+    total = 3
+          + [3 + n("system") + n(instructions)]       # when "instructions" is present
+          + Σ items                                     # "input" (a string: one user message)
+          + [12 + Σ tools (n(json({name, description, parameters})) + 7)]
+
+    message               3 + n(role) + n(content text)    (input_image parts as above)
+    function_call         3 + n(call_id) + n(name) + n(arguments)
+    function_call_output  3 + n(call_id) + n(output text)
+    reasoning             3 + n(summary and content texts)
+    other item types      their compact JSON
+    a tool of another type (web_search …): its compact JSON + 7
+
 Anthropic Messages has no offline tokenizer; o200k is used as a *labelled proxy*
 (:data:`ANTHROPIC_TOKENIZER_LABEL`) with the same framing::
 
@@ -60,6 +75,7 @@ __all__ = [
     "TOOLS_BLOCK_TOKENS",
     "count_anthropic_tokens",
     "count_openai_chat_tokens",
+    "count_openai_responses_tokens",
 ]
 
 TOKENS_PER_MESSAGE = 3
@@ -161,6 +177,70 @@ def _openai_content(n: Callable[[str], int], content: Any) -> int:
         elif kind == "refusal":
             total += _str_tokens(n, part.get("refusal"))
         elif kind == "image_url":
+            total += OPENAI_IMAGE_TOKENS
+        else:
+            total += n(_json(part))
+    return total
+
+
+def count_openai_responses_tokens(payload: dict[str, Any], *, memo: dict[int, Any] | None = None) -> int:
+    """Input tokens of a Responses body (``instructions``, ``input``, ``tools``), in tokens.
+
+    Follows the formula in the module docstring.  Missing or ill-typed fields count zero.
+    ``memo``: as for :func:`count_openai_chat_tokens`, per input item and tool.
+    """
+    n: Callable[[str], int] = get_tokenizer().count
+    total = REPLY_PRIMING_TOKENS
+    instructions = payload.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        total += TOKENS_PER_MESSAGE + n("system") + n(instructions)
+    items = payload.get("input")
+    if isinstance(items, str):
+        total += TOKENS_PER_MESSAGE + n("user") + n(items)
+    for item in _list(items):
+        if isinstance(item, dict):
+            total += _memoised(memo, item, lambda i: _responses_item(n, i))
+    tools = _list(payload.get("tools"))
+    if tools:
+        total += TOOLS_BLOCK_TOKENS
+        for tool in tools:
+            total += _memoised(memo, tool, lambda t: _responses_tool(n, t))
+    return total
+
+
+def _responses_tool(n: Callable[[str], int], tool: Any) -> int:
+    if isinstance(tool, dict) and tool.get("type") == "function":
+        tool = {k: tool[k] for k in ("name", "description", "parameters") if k in tool}
+    return TOKENS_PER_TOOL + n(_json(tool))
+
+
+def _responses_item(n: Callable[[str], int], item: dict[str, Any]) -> int:
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind == "message":
+        return TOKENS_PER_MESSAGE + _str_tokens(n, item.get("role")) + _responses_content(n, item.get("content"))
+    if kind == "function_call":
+        return TOKENS_PER_TOOL_CALL + sum(_str_tokens(n, item.get(k)) for k in ("call_id", "name", "arguments"))
+    if kind == "function_call_output":
+        return TOKENS_PER_MESSAGE + _str_tokens(n, item.get("call_id")) + _responses_content(n, item.get("output"))
+    if kind == "reasoning":
+        texts = [p.get("text") for key in ("summary", "content") for p in _list(item.get(key)) if isinstance(p, dict)]
+        return TOKENS_PER_MESSAGE + sum(_str_tokens(n, t) for t in texts)
+    return n(_json(item))
+
+
+def _responses_content(n: Callable[[str], int], content: Any) -> int:
+    if isinstance(content, str):
+        return n(content)
+    total = 0
+    for part in _list(content):
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in ("input_text", "output_text"):
+            total += _str_tokens(n, part.get("text"))
+        elif kind == "refusal":
+            total += _str_tokens(n, part.get("refusal"))
+        elif kind == "input_image":
             total += OPENAI_IMAGE_TOKENS
         else:
             total += n(_json(part))

@@ -76,6 +76,7 @@ __all__ = [
     "image_placeholder",
     "missing_tool_schema",
     "pair_tool_results",
+    "replay_memo_turn",
     "safe_identifier",
     "serialize_openai_chat",
 ]
@@ -391,7 +392,7 @@ def serialize_openai_chat(
     if system:
         messages.append({"role": "system", "content": system})
     for turn in turns:
-        if memo is not None and _replay_turn(memo, turn, ids, messages):
+        if memo is not None and replay_memo_turn(memo, turn, ids, messages):
             continue
         start = len(messages)
         if turn.message.role == "user":
@@ -422,9 +423,11 @@ def turn_call_ids(turn: NeutralTurn) -> list[str]:
     return [p.call_id for p in turn.message.parts if isinstance(p, ToolCallPart)] + [r.call_id for r in turn.results]
 
 
-def _replay_turn(memo: dict[int, Any], turn: NeutralTurn, ids: CallIdMap, out: list[dict[str, Any]]) -> bool:
-    """Append the memoised wire messages of ``turn`` (same message and result objects)
-    to ``out``, mapping its call ids again (collisions are still detected)."""
+def replay_memo_turn(memo: dict[int, Any], turn: NeutralTurn, ids: CallIdMap, out: list[dict[str, Any]]) -> bool:
+    """Append the memoised wire dicts of ``turn`` to ``out`` and return ``True`` when
+    ``memo`` holds them for the same message and result objects (the entry
+    ``memo[id(message)] = (message, results, wire_dicts)`` a serializer stores), mapping
+    its call ids again so collisions are still detected; else return ``False``."""
     hit = memo.get(id(turn.message))
     if hit is None or hit[0] is not turn.message or len(hit[1]) != len(turn.results) or any(a is not b for a, b in zip(hit[1], turn.results, strict=True)):
         return False

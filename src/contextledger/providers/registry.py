@@ -4,11 +4,13 @@
 :class:`~contextledger.records.enums.Provider`, which may be passed directly):
 
 * ``"openai-chat"`` — OpenAI Chat Completions (:mod:`.openai_chat`);
-* ``"anthropic"`` — Anthropic Messages (:mod:`.anthropic`), token counts by o200k proxy.
+* ``"anthropic"`` — Anthropic Messages (:mod:`.anthropic`), token counts by o200k proxy;
+* ``"openai-responses"`` — OpenAI Responses (:mod:`.openai_responses`).
 
 The payloads are exactly the request-body fields the serializers own (``messages`` /
-``tools``, plus ``system`` for Anthropic); the caller adds ``model``, ``max_tokens`` and
-other parameters.
+``tools``, plus ``system`` for Anthropic; ``instructions`` / ``input`` / ``tools`` for
+Responses); the caller adds ``model``, ``max_tokens`` (``max_output_tokens``) and other
+parameters.
 """
 
 from __future__ import annotations
@@ -19,11 +21,18 @@ from typing import Any
 from contextledger.errors import InputError
 from contextledger.providers.anthropic import serialize_anthropic
 from contextledger.providers.base import NeutralRequest
-from contextledger.providers.counting import count_anthropic_tokens, count_openai_chat_tokens
+from contextledger.providers.counting import (
+    count_anthropic_tokens,
+    count_openai_chat_tokens,
+    count_openai_responses_tokens,
+)
 from contextledger.providers.openai_chat import BlobResolver, serialize_openai_chat
+from contextledger.providers.openai_responses import serialize_openai_responses
 from contextledger.providers.validate import validate_anthropic, validate_openai_chat
+from contextledger.providers.validate_responses import validate_openai_responses
 
 __all__ = [
+    "ADDITIVE_PROVIDERS",
     "PROVIDERS",
     "BlobResolver",
     "count_payload_tokens",
@@ -31,21 +40,29 @@ __all__ = [
     "validate_payload",
 ]
 
-PROVIDERS = ("openai-chat", "anthropic")
+PROVIDERS = ("openai-chat", "anthropic", "openai-responses")
 """Provider wire formats, in a fixed order."""
+
+ADDITIVE_PROVIDERS = frozenset({"openai-chat", "openai-responses"})
+"""Providers whose payload count is a sum over the wire dicts of each neutral message
+(one serialized message never merges with its neighbours), so the counts a ``memo``
+holds for a message's wire dicts add up to its share of the payload."""
 
 _Serializer = Callable[..., dict[str, Any]]
 _SERIALIZERS: dict[str, _Serializer] = {
     "openai-chat": serialize_openai_chat,
     "anthropic": serialize_anthropic,
+    "openai-responses": serialize_openai_responses,
 }
 _COUNTERS: dict[str, Callable[..., int]] = {
     "openai-chat": count_openai_chat_tokens,
     "anthropic": count_anthropic_tokens,
+    "openai-responses": count_openai_responses_tokens,
 }
 _VALIDATORS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "openai-chat": validate_openai_chat,
     "anthropic": validate_anthropic,
+    "openai-responses": validate_openai_responses,
 }
 
 

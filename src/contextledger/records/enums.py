@@ -210,6 +210,7 @@ class Provider(StrEnum):
 
     OPENAI_CHAT = "openai-chat"
     ANTHROPIC = "anthropic"
+    OPENAI_RESPONSES = "openai-responses"
 
 
 class PolicyFamily(StrEnum):
