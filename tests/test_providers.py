@@ -690,7 +690,7 @@ def test_bad_tool_schemas_raise() -> None:
         serialize("openai-chat", NeutralRequest())
 
 
-@pytest.mark.parametrize("provider", ["openai-chat", "anthropic"])
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_tool_names_that_are_not_identifiers_are_mapped_in_calls_and_declarations(provider: str) -> None:
     """A transcript's ``read file`` or a Gemini ``ns.search`` is sent under its
     ``safe_identifier`` in the call and in the declaration (never an error that would
@@ -702,7 +702,7 @@ def test_tool_names_that_are_not_identifiers_are_mapped_in_calls_and_declaration
         tools=(ToolSchema(name="ns.search", parameters={"type": "object"}),),
     )
     payload = _serialize_checked(provider, req)
-    names = sorted(t["name"] if provider == "anthropic" else t["function"]["name"] for t in payload["tools"])
+    names = sorted(t["function"]["name"] if provider == "openai-chat" else t["name"] for t in payload["tools"])
     assert names == sorted([safe_identifier("read file"), safe_identifier("ns.search")])
     assert all(n != "read file" and n.startswith(("read_file-", "ns_search-")) for n in names)
 

@@ -119,7 +119,7 @@ def render_openai_chat(request: NeutralRequest) -> dict[str, Any]:
             head["content"] = text if text or not calls else None
             if calls:
                 head["tool_calls"] = [
-                    {"id": _wire_id(c.call_id, OPENAI_CALL_ID_MAX_LENGTH), "type": "function", "function": {"name": c.tool_name, "arguments": c.arguments_json}}
+                    {"id": _wire_id(c.call_id, OPENAI_CALL_ID_MAX_LENGTH), "type": "function", "function": {"name": safe_identifier(c.tool_name), "arguments": c.arguments_json}}
                     for c in calls
                 ]
             if texts or calls or not results:
@@ -156,7 +156,7 @@ def render_anthropic(request: NeutralRequest) -> dict[str, Any]:
                 if text.strip():
                     blocks.append({"type": "text", "text": text})
             elif isinstance(p, ToolCallPart):
-                blocks.append({"type": "tool_use", "id": _wire_id(p.call_id, ANTHROPIC_ID_MAX_LENGTH), "name": p.tool_name, "input": parse_tool_input(p.arguments_json)})
+                blocks.append({"type": "tool_use", "id": _wire_id(p.call_id, ANTHROPIC_ID_MAX_LENGTH), "name": safe_identifier(p.tool_name), "input": parse_tool_input(p.arguments_json)})
             elif isinstance(p, ToolResultPart):
                 block: dict[str, Any] = {"type": "tool_result", "tool_use_id": _wire_id(p.call_id, ANTHROPIC_ID_MAX_LENGTH)}
                 body = _result_text(p)
@@ -215,7 +215,7 @@ def render_openai_responses(request: NeutralRequest) -> dict[str, Any]:
         if text or (not calls and not results):
             items.append({"type": "message", "role": "assistant" if m.role == "assistant" else "user", "content": text})
         items.extend(
-            {"type": "function_call", "call_id": _wire_id(c.call_id, OPENAI_RESPONSES_CALL_ID_MAX_LENGTH), "name": c.tool_name, "arguments": c.arguments_json}
+            {"type": "function_call", "call_id": _wire_id(c.call_id, OPENAI_RESPONSES_CALL_ID_MAX_LENGTH), "name": safe_identifier(c.tool_name), "arguments": c.arguments_json}
             for c in calls
         )
         for r in results:

@@ -37,8 +37,9 @@ Output shape (insertion order fixed, so ``json.dumps`` is byte-stable)::
   :func:`~contextledger.providers.openai_chat.declared_tools`).  ``strict`` is always
   sent as ``false``: recorded schemas are arbitrary JSON schemas, and strict mode
   rejects any schema that does not list every property as required and forbid others.
-* call ids are rewritten by :func:`~contextledger.providers.openai_chat.safe_identifier`
-  to match ``^[a-zA-Z0-9_-]{1,64}$`` (the API rejects a ``call_id`` longer than 64
+* tool names that are not identifiers are sent under their
+  :func:`~contextledger.providers.openai_chat.safe_identifier`, in calls and declarations;
+  call ids are rewritten the same way to match ``^[a-zA-Z0-9_-]{1,64}$`` (the API rejects a ``call_id`` longer than 64
   characters with ``string_above_max_length``), identically for the call and its output.
 * item ``id`` fields are never sent: ids name items the API stored (``msg_…``, ``fc_…``)
   and tie them to the reasoning item that produced them; an assembled request re-sends
@@ -76,6 +77,7 @@ from contextledger.providers.openai_chat import (
     memo_tools,
     pair_tool_results,
     replay_memo_turn,
+    safe_identifier,
 )
 from contextledger.records.parts import (
     BinaryPart,
@@ -196,7 +198,7 @@ def _assistant_items(message: WireMessage, ids: CallIdMap) -> list[dict[str, Any
         elif isinstance(part, BinaryPart):
             texts.append(binary_placeholder(part))
         elif isinstance(part, ToolCallPart):
-            calls.append({"type": "function_call", "call_id": ids(part.call_id), "name": part.tool_name, "arguments": part.arguments_json})
+            calls.append({"type": "function_call", "call_id": ids(part.call_id), "name": safe_identifier(part.tool_name), "arguments": part.arguments_json})
     text = "\n".join(texts)
     items: list[dict[str, Any]] = []
     if text or message.name or not calls:
