@@ -270,7 +270,7 @@ def test_cli_scenarios_json(tmp_path: Path) -> None:
     ]
     assert "## 1× history, openai-responses payloads" in (tmp_path / "bench-scenarios.md").read_text()
     bad = CliRunner().invoke(app, ["scenarios", "--scales", "1", "--case", "seed-4", "--no-peers", "--providers", "native,gemini", "--out", str(tmp_path)])
-    assert (bad.exit_code, bad.output.strip().splitlines()[-1]) == (1, "error: unknown provider 'gemini'; expected native or one of openai-chat, anthropic, openai-responses")
+    assert (bad.exit_code, bad.output.strip().splitlines()[-1]) == (2, "error: unknown provider 'gemini'; expected native or one of openai-chat, anthropic, openai-responses")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench-scenarios-tokens.png", "bench-scenarios.json", "bench-scenarios.md"]
 
 
