@@ -30,7 +30,7 @@ def test_readme_points_the_sdks_and_claude_code_at_the_service(monkeypatch: pyte
     clients = []
     for block in blocks:  # each snippet builds its client (no request is made)
         namespace: dict[str, object] = {}
-        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+        exec(compile(block, "README.md", "exec"), namespace)
         clients.append(namespace["client"])
     assert [str(c.base_url).rstrip("/") for c in clients] == ["http://127.0.0.1:8787/v1", "http://127.0.0.1:8787"]  # type: ignore[attr-defined]
     assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude" in section
