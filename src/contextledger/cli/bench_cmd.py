@@ -184,3 +184,40 @@ def proxy(
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench-proxy.json").write_text(json.dumps(report, indent=2) + "\n")
     emit_json(report)
+
+
+@app.command("fingerprint")
+def fingerprint_cmd(
+    ledgers: Annotated[Path, typer.Option("--ledgers", help="Folder of the fingerprint set's ledgers (built on first use, reused after).")],
+    data: Annotated[Path | None, typer.Option("--data", help="Folder with manifest.json (default: ../shared/data/real or $CONTEXTLEDGER_REAL_DATA).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Where to write the fingerprints (JSON).")] = None,
+    compare_to: Annotated[Path | None, typer.Option("--compare", help="Fingerprints of an earlier run: list the differences, exit 1 when any.")] = None,
+    match: Annotated[str | None, typer.Option("--match", help="Only cases whose label contains this text.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The sha256 of every payload of the fingerprint set (scenarios at 1x and 10x, real transcripts at 4,000 and 16,000 tokens, every provider) at a fixed now."""
+    import json
+
+    from contextledger.bench.fingerprint import MANIFEST, build_ledgers, compare, fingerprint
+
+    root = data or Path(os.environ.get("CONTEXTLEDGER_REAL_DATA", "../shared/data/real"))
+    differences: list[str] = []
+    with fail_cleanly(as_json), _extras():
+        say = (lambda _msg: None) if as_json else (lambda msg: console.print(msg, markup=False, soft_wrap=True))
+        if not (ledgers / MANIFEST).exists():
+            build_ledgers(ledgers, real_root=root if root.exists() else None, match=match, progress=say)
+        prints = fingerprint(ledgers, match=match, progress=say)
+        target = out or ledgers / "fingerprints.json"
+        target.write_text(json.dumps(prints, indent=1) + "\n", encoding="utf-8")
+        if compare_to is not None:
+            differences = compare(json.loads(compare_to.read_text(encoding="utf-8")), prints)
+    summary = {"payloads": len(prints), "written": str(target), "differences": differences}
+    if as_json:
+        emit_json(summary)
+    else:
+        for line in differences:
+            console.print(line, markup=False, soft_wrap=True)
+        same = "" if compare_to is None else f"; {len(prints) - len(differences)} identical to {compare_to}, {len(differences)} different"
+        console.print(f"{len(prints)} payloads fingerprinted{same}; written: {target}", markup=False)
+    if differences:
+        raise typer.Exit(1)
