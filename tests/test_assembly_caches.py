@@ -1,7 +1,7 @@
 """Caches of the assembly path never change what is assembled.
 
 Store rows are decoded from their JSON text and memoised by those exact bytes
-(``store.sql._decode``); values derived from one record (eviction keys) are memoised
+(``store.codec.decode_body``); values derived from one record (eviction keys) are memoised
 per record object (``assembly.units.derived``); pure text helpers are memoised by their
 arguments.  Assembling with every cache cold and with every cache warm gives the same
 payload, record and trace, and an updated memory is read back with its new content.
@@ -18,12 +18,12 @@ from contextledger.bench.scenarios import all_scenarios, get_scenario
 from contextledger.ledger import Ledger
 from contextledger.providers import openai_chat
 from contextledger.records.models import Message, ToolArtifact, ToolCall, ToolMemory
+from contextledger.store import codec
 from contextledger.store import schema as S
-from contextledger.store import sql as store_sql
 
 
 def _clear_caches() -> None:
-    store_sql._decode_cached.cache_clear()
+    codec._decode_cached.cache_clear()
     units._DERIVED.clear()
     render.stale_line_parts.cache_clear()
     openai_chat._safe_identifier.cache_clear()
@@ -53,7 +53,7 @@ def test_decoded_rows_equal_the_json_path(ledger: Ledger) -> None:
             rows = conn.execute(table.select().where(table.c.conversation_id == case.conversation_id)).all()
             assert rows
             for r in rows:
-                assert store_sql._decode(model, json.dumps(r.body)) == model.model_validate(r.body)
+                assert codec.decode_body(model, json.dumps(r.body)) == model.model_validate(r.body)
                 checked += 1
     assert checked > 40
     first = ledger.store.messages(scope, case.conversation_id)
@@ -72,7 +72,7 @@ def test_decode_falls_back_for_what_pydantic_json_refuses() -> None:
     }
     text = json.dumps(body)
     assert "\\ud800" in text and "NaN" in text
-    mem = store_sql._decode(ToolMemory, text)
+    mem = codec.decode_body(ToolMemory, text)
     assert mem.summary == "broken \ud800 output"
     assert mem.payload["score"] != mem.payload["score"]  # NaN
 

@@ -15,9 +15,9 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from contextledger.store.connection import make_engine
 from contextledger.store.migrate import alembic_config, current_revision, head_revision, upgrade
 from contextledger.store.schema import metadata
-from contextledger.store.sql import _make_engine
 
 HEAD = "0007_service_keys_blobs"
 
@@ -42,7 +42,7 @@ def test_head_is_the_newest_migration() -> None:
 
 
 def test_upgrade_from_empty_to_head_matches_metadata(backend_url: str) -> None:
-    engine = _make_engine(backend_url)
+    engine = make_engine(backend_url)
     try:
         assert current_revision(engine) is None
         upgrade(engine)
@@ -59,7 +59,7 @@ def test_upgrade_from_empty_to_head_matches_metadata(backend_url: str) -> None:
 
 
 def test_rerun_is_idempotent(backend_url: str) -> None:
-    engine = _make_engine(backend_url)
+    engine = make_engine(backend_url)
     try:
         upgrade(engine)
         before = _indexes(engine)
@@ -76,7 +76,7 @@ def test_rerun_is_idempotent(backend_url: str) -> None:
 
 
 def test_stepwise_upgrade_keeps_rows_and_downgrade_round_trips(backend_url: str) -> None:
-    engine = _make_engine(backend_url)
+    engine = make_engine(backend_url)
     try:
         upgrade(engine, "0001_initial")
         assert current_revision(engine) == "0001_initial"
@@ -113,7 +113,7 @@ def _index_step_round_trip(
     """Upgrade to ``before``, insert a row, upgrade to head: ``added`` (and ``kept``) are
     on ``table`` and ``dropped`` is not, the row is intact; downgrade to ``before``: back
     as it was; upgrade again matches the metadata."""
-    engine = _make_engine(backend_url)
+    engine = make_engine(backend_url)
     try:
         upgrade(engine, before)
         assert added not in _indexes(engine)[table]
@@ -164,7 +164,7 @@ def test_memory_lineage_index_covers_the_working_set_on_0006(backend_url: str) -
 
 def _upgrade_in_process(url: str, start: Any, out: Any) -> None:
     try:
-        engine = _make_engine(url)
+        engine = make_engine(url)
         start.wait(120)
         upgrade(engine)
         out.put(("ok", current_revision(engine)))
@@ -184,7 +184,7 @@ def test_concurrent_upgrade_from_two_processes(backend_url: str) -> None:
         p.join(180)
     assert results == [("ok", HEAD), ("ok", HEAD)], results
     assert [p.exitcode for p in procs] == [0, 0]
-    engine = _make_engine(backend_url)
+    engine = make_engine(backend_url)
     try:
         assert current_revision(engine) == HEAD
         assert _diffs(engine) == []

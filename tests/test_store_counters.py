@@ -24,8 +24,9 @@ from contextledger.records.parts import TextPart
 from contextledger.store import counters as K
 from contextledger.store import schema as S
 from contextledger.store.base import Scope
+from contextledger.store.clauses import segments_clause
 from contextledger.store.migrate import alembic_config, current_revision, upgrade
-from contextledger.store.sql import SqlStore, _segments_clause
+from contextledger.store.sql import SqlStore
 from store_conformance.builders import add_call_and_result, add_text, at, fork, make_conversation
 
 SCOPE = Scope(tenant_id="acme")
@@ -37,8 +38,8 @@ def recount(store: SqlStore, scope: Scope, conv_id: str) -> dict[str, tuple[dict
     for b in store.branches(scope, conv_id):
         segs = store.lineage(scope, b.id)
         with store.reader() as c:
-            inside = K.aggregate(c, scope.tenant_id, conv_id, lambda t, s=segs: _segments_clause(t, s))  # type: ignore[misc]
-            outside = K.aggregate(c, scope.tenant_id, conv_id, lambda t, s=segs: sa.not_(_segments_clause(t, s)))  # type: ignore[misc]
+            inside = K.aggregate(c, scope.tenant_id, conv_id, lambda t, s=segs: segments_clause(t, s))  # type: ignore[misc]
+            outside = K.aggregate(c, scope.tenant_id, conv_id, lambda t, s=segs: sa.not_(segments_clause(t, s)))  # type: ignore[misc]
         out[b.id] = (
             {k: int(v or 0) for k, v in inside.items()},
             {"message": int(outside["messages"] or 0), "artifact": int(outside["artifacts"] or 0), "memory": int(outside["memories"] or 0)},

@@ -153,7 +153,7 @@ def derived(record: object, what: Hashable, compute: Callable[[], _T]) -> _T:
     """A value derived from one immutable ``record`` (e.g. the eviction key of a memory's
     evidence line), computed once per record object and ``what`` and reused by later
     assemblies: the store hands out the same record object for the same stored bytes
-    (``store.sql._decode``), and an updated record is a new object, so a reused value is
+    (``store.codec.decode_body``), and an updated record is a new object, so a reused value is
     never out of date.  ``compute`` must depend only on ``record`` and ``what``.  The
     table holds at most :data:`DERIVED_CACHE_SIZE` entries (then it starts afresh) and
     keeps each record alive while its entry lives, so object ids are not reused."""

@@ -8,12 +8,18 @@ fact, and a missing scope is a denial (:class:`~contextledger.errors.ScopeError`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from contextledger.errors import ScopeError
 
-__all__ = ["CAPABILITIES", "LineageSegment", "Scope", "SubjectEntry", "require_scope"]
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+    from contextledger.records.models import Branch
+
+__all__ = ["CAPABILITIES", "LineageSegment", "Scope", "StoreReads", "SubjectEntry", "require_scope"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,3 +82,17 @@ CAPABILITIES = frozenset(
     }
 )
 """Capabilities a conforming store declares (``store.capabilities``)."""
+
+
+class StoreReads(Protocol):
+    """What :class:`~contextledger.store.reads.LineageReads` needs of the store (:class:`~contextledger.store.sql.SqlStore`):
+    its engine (the dialect compiles the statements) and the plain reads it falls back on."""
+
+    engine: sa.Engine
+    dialect: str
+
+    def get_branch(self, scope: Scope | None, branch_id: str, conn: sa.Connection | None = None) -> Branch: ...
+
+    def lineage_totals(self, scope: Scope | None, conversation_id: str, segments: Sequence[LineageSegment], conn: sa.Connection | None = None) -> dict[str, int]: ...
+
+    def outside_lineage_counts(self, scope: Scope | None, conversation_id: str, segments: Sequence[LineageSegment], conn: sa.Connection | None = None) -> dict[str, int]: ...

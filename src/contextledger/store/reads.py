@@ -38,7 +38,8 @@ from contextledger.records.models import (
 )
 from contextledger.store import counters as K
 from contextledger.store import schema as S
-from contextledger.store.base import LineageSegment, Scope, SubjectEntry, require_scope
+from contextledger.store.base import LineageSegment, Scope, StoreReads, SubjectEntry, require_scope
+from contextledger.store.codec import decode_body
 from contextledger.store.prepared import (
     in_values,
     lineage_clause,
@@ -47,9 +48,9 @@ from contextledger.store.prepared import (
     list_value,
     prepared,
 )
-from contextledger.store.sql import SqlStore, _decode
 
 __all__ = ["LineageReads", "settled_entries"]
+
 
 
 def settled_entries(rows: Sequence[Sequence[Any]], settled: Callable[[SubjectEntry], bool]) -> list[str]:
@@ -164,7 +165,7 @@ class LineageReads:
         ScopeError: no scope.
     """
 
-    def __init__(self, store: SqlStore, conn: sa.Connection, scope: Scope | None, conversation_id: str) -> None:
+    def __init__(self, store: StoreReads, conn: sa.Connection, scope: Scope | None, conversation_id: str) -> None:
         self.store = store
         self.conn = conn
         self.scope = require_scope(scope)
@@ -199,7 +200,7 @@ class LineageReads:
         rows = self._rows(("conversation", user), build, {"p_user": self.scope.user_id} if user else None)
         if not rows:
             raise NotFoundError("conversation", self.conversation_id)
-        return _decode(Conversation, rows[0][0])
+        return decode_body(Conversation, rows[0][0])
 
     def lineage(self, branch_id: str) -> list[LineageSegment]:
         """The lineage of ``branch_id`` (SqlStore.lineage), read with the branch check
@@ -279,7 +280,7 @@ class LineageReads:
         if kinds:
             params["p_kind"] = kind
         rows = self._rows(("newest_messages", shape, kinds), build, params)
-        return [_decode(Message, r[0]) for r in reversed(rows)]
+        return [decode_body(Message, r[0]) for r in reversed(rows)]
 
     def head_messages(self, segments: Sequence[LineageSegment], roles: Sequence[str], kind: str, *, before: int, last: int) -> list[Message]:
         """Lineage messages of ``kind`` with ``seq < before``, for each of ``roles`` the
@@ -308,7 +309,7 @@ class LineageReads:
 
         params = {**lineage_params(cut), **{f"p_r{i}": r for i, r in enumerate(roles)}, "p_kind": kind, "p_last": last, "p_one": 1}
         rows = self._rows(("head_messages", shape, n), build, params)
-        found = {m.id: m for m in (_decode(Message, r[0]) for r in rows)}
+        found = {m.id: m for m in (decode_body(Message, r[0]) for r in rows)}
         return sorted(found.values(), key=lambda m: m.seq)
 
     def messages_by_id(self, segments: Sequence[LineageSegment], ids: Sequence[str]) -> list[Message]:
@@ -322,7 +323,7 @@ class LineageReads:
             return _text_body(sa.select(t.c.body, t.c.branch_id, t.c.seq).where(*_scoped(t), in_values(t.c.id, "p_ids", self._name)), self._name)
 
         rows = self._rows(("messages_by_id",), build, {"p_ids": self._ids(ids)})
-        return sorted((_decode(Message, r[0]) for r in rows if K.in_lineage(segments, r[1], int(r[2]))), key=lambda m: m.seq)
+        return sorted((decode_body(Message, r[0]) for r in rows if K.in_lineage(segments, r[1], int(r[2]))), key=lambda m: m.seq)
 
     def first_user(self, segments: Sequence[LineageSegment]) -> Message | None:
         """The lineage's first user chat message: the first of each segment (one
@@ -354,7 +355,7 @@ class LineageReads:
         rows = self._rows(("first_user", shape), build, lineage_params(segments))
         if not rows:
             return None
-        return _decode(Message, min(rows, key=lambda r: int(r[1]))[0])
+        return decode_body(Message, min(rows, key=lambda r: int(r[1]))[0])
 
     # -- tool calls and artifacts ----------------------------------------------------
     def calls_by_message(self, message_ids: Sequence[str]) -> list[ToolCall]:
@@ -373,7 +374,7 @@ class LineageReads:
             return _filtered(t, None, [in_values(column, "p_ids", self._name)], self._name)
 
         rows = self._rows((key,), build, {"p_ids": self._ids(values)})
-        return sorted((_decode(ToolCall, r[0]) for r in rows), key=lambda c: (c.seq, c.call_index))
+        return sorted((decode_body(ToolCall, r[0]) for r in rows), key=lambda c: (c.seq, c.call_index))
 
     def newest_calls(self, segments: Sequence[LineageSegment], limits: Sequence[tuple[str, int]]) -> list[ToolCall]:
         """For each ``(status, last)`` of ``limits``, the newest ``last`` lineage calls in
@@ -399,7 +400,7 @@ class LineageReads:
             params[f"p_st{i}"] = status
             params[f"p_last{i}"] = last
         rows = self._rows(("newest_calls", shape, n), build, params)
-        return sorted((_decode(ToolCall, r[0]) for r in rows), key=lambda c: (c.seq, c.call_index))
+        return sorted((decode_body(ToolCall, r[0]) for r in rows), key=lambda c: (c.seq, c.call_index))
 
     def artifacts_by_call_id(self, call_ids: Sequence[str]) -> list[ToolArtifact]:
         """Artifacts of ``call_ids`` (any branch) in ``seq`` order (SqlStore.artifacts
@@ -410,7 +411,7 @@ class LineageReads:
             return _filtered(t, None, [in_values(t.c.call_id, "p_ids", self._name)], self._name)
 
         rows = self._rows(("artifacts_by_call_id",), build, {"p_ids": self._ids(call_ids)})
-        return sorted((_decode(ToolArtifact, r[0]) for r in rows), key=lambda a: a.seq)
+        return sorted((decode_body(ToolArtifact, r[0]) for r in rows), key=lambda a: a.seq)
 
     def artifacts_by_id(self, ids: Sequence[str]) -> list[ToolArtifact]:
         """Artifacts ``ids`` of the conversation in ``seq`` order, by primary key
@@ -421,7 +422,7 @@ class LineageReads:
             return _text_body(sa.select(t.c.body).where(*_scoped_by_id(t, self._name)), self._name)
 
         rows = self._rows(("artifacts_by_id",), build, {"p_ids": self._ids(ids)})
-        return sorted((_decode(ToolArtifact, r[0]) for r in rows), key=lambda a: a.seq)
+        return sorted((decode_body(ToolArtifact, r[0]) for r in rows), key=lambda a: a.seq)
 
     # -- memories --------------------------------------------------------------------
     def newest_memories(self, segments: Sequence[LineageSegment], last: int) -> list[ToolMemory]:
@@ -434,7 +435,7 @@ class LineageReads:
             return _newest(t, shape, ("seq", "id"), [], self._name)
 
         rows = self._rows(("newest_memories", shape), build, {**lineage_params(segments), "p_last": last})
-        return sorted((_decode(ToolMemory, r[0]) for r in rows), key=lambda m: (m.seq, m.id))
+        return sorted((decode_body(ToolMemory, r[0]) for r in rows), key=lambda m: (m.seq, m.id))
 
     def memories_by_artifact(self, segments: Sequence[LineageSegment], artifact_ids: Sequence[str]) -> list[ToolMemory]:
         """Lineage memories of ``artifact_ids`` in ``(seq, id)`` order (SqlStore.memories
@@ -447,7 +448,7 @@ class LineageReads:
             return _text_body(stmt, self._name)
 
         rows = self._rows(("memories_by_artifact",), build, {"p_ids": self._ids(artifact_ids)})
-        return sorted((_decode(ToolMemory, r[0]) for r in rows if K.in_lineage(segments, r[1], int(r[2]))), key=lambda m: (m.seq, m.id))
+        return sorted((decode_body(ToolMemory, r[0]) for r in rows if K.in_lineage(segments, r[1], int(r[2]))), key=lambda m: (m.seq, m.id))
 
     def memories_by_id(self, ids: Sequence[str]) -> list[ToolMemory]:
         """Memories ``ids`` of the conversation in ``(seq, id)`` order, by primary key
@@ -458,7 +459,7 @@ class LineageReads:
             return _text_body(sa.select(t.c.body).where(*_scoped_by_id(t, self._name)), self._name)
 
         rows = self._rows(("memories_by_id",), build, {"p_ids": self._ids(ids)})
-        return sorted((_decode(ToolMemory, r[0]) for r in rows), key=lambda m: (m.seq, m.id))
+        return sorted((decode_body(ToolMemory, r[0]) for r in rows), key=lambda m: (m.seq, m.id))
 
     def term_matches(self, terms: Sequence[str], per_term: int) -> list[tuple[str, str, str, int]]:
         """``(memory_id, term, branch_id, seq)`` of the newest ``per_term`` memories
@@ -515,7 +516,7 @@ class LineageReads:
             ids = settled_entries(rows, settled)
             return self.memories_by_id(ids) if ids else []
         rows = self._rows(("recent_subject_memories", shape), lambda: self._subject_window(shape, bodies=True), params)
-        return sorted((_decode(ToolMemory, r[0]) for r in rows), key=lambda m: (m.seq, m.id))
+        return sorted((decode_body(ToolMemory, r[0]) for r in rows), key=lambda m: (m.seq, m.id))
 
     def _subject_window(self, shape: tuple[bool, ...], *, bodies: bool) -> sa.Select[Any]:
         """The newest ``p_limit`` subject memories among the newest ``p_scan`` of each
@@ -570,7 +571,7 @@ class LineageReads:
         def build() -> sa.Select[Any]:
             return _filtered(t, None, [], self._name)
 
-        return sorted((_decode(Participant, r[0]) for r in self._rows(("participants",), build)), key=lambda p: (p.created_at, p.id))
+        return sorted((decode_body(Participant, r[0]) for r in self._rows(("participants",), build)), key=lambda p: (p.created_at, p.id))
 
     def skill_states(self, segments: Sequence[LineageSegment]) -> list[SkillState]:
         """Lineage skill states in ``seq`` order (SqlStore.skill_states)."""
@@ -586,4 +587,4 @@ class LineageReads:
         def build() -> sa.Select[Any]:
             return _filtered(t, shape, [], self._name).order_by(t.c.seq)
 
-        return [_decode(model, r[0]) for r in self._rows((key, shape), build, lineage_params(segments))]
+        return [decode_body(model, r[0]) for r in self._rows((key, shape), build, lineage_params(segments))]
