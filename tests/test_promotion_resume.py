@@ -244,7 +244,7 @@ def test_abandon_writes_error_result_atomically(ledger: Ledger, monkeypatch: pyt
     def fail_mid_transaction(*_: Any, **__: Any) -> None:
         raise RuntimeError("injected failure after the artifact and status writes")
 
-    monkeypatch.setattr(ledger, "link_new_memory", fail_mid_transaction)
+    monkeypatch.setattr("contextledger.memory.linking.link_on_write", fail_mid_transaction)
     with pytest.raises(RuntimeError, match="injected failure"):
         rec.mark_abandoned(conv.id, "mig1", "worker crashed")
     assert ledger.store.get_tool_call(scope, conv.id, "mig1").status is ToolCallStatus.PENDING

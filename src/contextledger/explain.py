@@ -14,12 +14,13 @@ from contextledger.errors import NotFoundError
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
+    from contextledger.store.sql import SqlStore
 
 __all__ = ["explain_assembly", "render_explanation"]
 
 
-def explain_assembly(ledger: Ledger, scope: Scope, assembly_id: str, *, record_id: str | None = None) -> dict[str, Any]:
+def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, record_id: str | None = None) -> dict[str, Any]:
     """A JSON-ready explanation of ``assembly_id``.
 
     Returns ``{"assembly_id", "policy_version", "assembler_version", "summary":
@@ -30,9 +31,10 @@ def explain_assembly(ledger: Ledger, scope: Scope, assembly_id: str, *, record_i
         NotFoundError: unknown assembly, or a ``record_id`` that names no record of the
             assembly's conversation.
     """
-    record, _payload = ledger.store.get_assembly(scope, assembly_id)
+    store = source.runtime.store
+    record, _payload = store.get_assembly(scope, assembly_id)
     decisions = record.trace or []
-    stored = ledger.store.decisions(scope, assembly_id=assembly_id)
+    stored = store.decisions(scope, assembly_id=assembly_id)
     by_record: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for d in decisions:
         by_record[str(d["record_id"])].append({k: v for k, v in d.items() if k != "record_id"})
@@ -57,7 +59,7 @@ def explain_assembly(ledger: Ledger, scope: Scope, assembly_id: str, *, record_i
         "trace_kept": record.trace is not None,
     }
     if record_id is not None:
-        if record_id not in record.selected_refs and record_id not in by_record and not record_exists(ledger, scope, record.conversation_id, record_id):
+        if record_id not in record.selected_refs and record_id not in by_record and not record_exists(store, scope, record.conversation_id, record_id):
             raise NotFoundError("record", record_id)
         out["record_id"] = record_id
         out["selected_in_payload"] = record_id in record.selected_refs
@@ -67,14 +69,14 @@ def explain_assembly(ledger: Ledger, scope: Scope, assembly_id: str, *, record_i
     return out
 
 
-def record_exists(ledger: Ledger, scope: Scope, conversation_id: str, record_id: str) -> bool:
+def record_exists(store: SqlStore, scope: Scope, conversation_id: str, record_id: str) -> bool:
     """Whether ``record_id`` names a record (message, call, artifact, memory, rule …) of
     ``conversation_id`` in the scope's tenant."""
     import sqlalchemy as sa
 
     from contextledger.store.schema import TABLES
 
-    with ledger.store.reader() as conn:
+    with store.reader() as conn:
         for table in TABLES.values():
             c = table.c
             if "conversation_id" not in c or "id" not in c:

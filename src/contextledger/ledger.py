@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextledger.config import LedgerConfig, resolve_config
 from contextledger.records.enums import RuntimeKind
-from contextledger.records.models import Message, ToolArtifact, ToolMemory
+from contextledger.runtime import DEFAULT_TENANT, Runtime
 from contextledger.store.base import Scope
 from contextledger.store.blobs import LocalBlobStore, SqlBlobStore
-from contextledger.store.sql import SqlStore, Writer
+from contextledger.store.sql import SqlStore
 
 if TYPE_CHECKING:
     from contextledger.assembly.assembler import AssemblyResult
@@ -39,21 +39,24 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_TENANT", "Ledger"]
 
-DEFAULT_TENANT = "default"
-"""Tenant used by the CLI and by ``Ledger.recorder()`` when none is given."""
-
 
 class Ledger:
-    """Facade over a store: recording, importing, assembling, explaining.
+    """Facade over a :class:`~contextledger.runtime.Runtime`: recording, importing,
+    assembling, explaining.  Every operation is one call into the layer that owns it.
 
     Args:
         store: an opened :class:`~contextledger.store.sql.SqlStore`.
         policy: the policy used when ``assemble`` is given none (default: bundled).
+        config: the storage locations the store was opened from, if known.
     """
 
-    def __init__(self, store: SqlStore, *, policy: Policy | None = None) -> None:
-        self.store = store
-        self._policy = policy
+    def __init__(self, store: SqlStore, *, policy: Policy | None = None, config: LedgerConfig | None = None) -> None:
+        self.runtime = Runtime(store, policy=policy, config=config)
+
+    @property
+    def store(self) -> SqlStore:
+        """The relational store and its blob store."""
+        return self.runtime.store
 
     @classmethod
     def open(cls, db: str | None = None, *, home: str | Path | None = None, blobs: str | Path | None = None, policy: Policy | None = None) -> Ledger:
@@ -88,64 +91,26 @@ class Ledger:
             # shared by every worker and host; blobs an earlier version wrote to the local
             # folder stay readable
             store.blobs = SqlBlobStore(store.engine, fallback=LocalBlobStore(cfg.blob_root))
-        return cls(store, policy=policy)
+        return cls(store, policy=policy, config=cfg)
 
     def close(self) -> None:
         """Release database connections."""
-        self.store.close()
+        self.runtime.close()
 
     @property
     def policy(self) -> Policy:
         """The default policy of this ledger."""
-        if self._policy is None:
-            from contextledger.policy.loader import default_policy
-
-            self._policy = default_policy()
-        return self._policy
+        return self.runtime.policy
 
     def scope(self, tenant_id: str = DEFAULT_TENANT, *, user_id: str | None = None, agent_id: str | None = None) -> Scope:
         """A :class:`Scope` for ``tenant_id``."""
-        return Scope(tenant_id=tenant_id, user_id=user_id, agent_id=agent_id)
+        return self.runtime.scope(tenant_id, user_id=user_id, agent_id=agent_id)
 
     def recorder(self, scope: Scope | None = None) -> Recorder:
         """A :class:`~contextledger.ingest.recorder.Recorder` for ``scope`` (default tenant)."""
         from contextledger.ingest.recorder import Recorder
 
-        return Recorder(self, scope or self.scope())
-
-    # -- hooks used by the recorder ------------------------------------------------------
-    def put_blob_if_large(self, raw: bytes) -> str | None:
-        """Store ``raw`` in the blob store when it exceeds the inline threshold or is not
-        UTF-8 text without NUL (binary payloads are never inlined, and no database can
-        hold a NUL in text); return its key, else ``None`` (the payload stays inline in
-        the artifact row)."""
-        if len(raw) > self.store.inline_threshold_bytes or b"\x00" in raw:
-            return self.store.blobs.put(raw)
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return self.store.blobs.put(raw)
-        return None
-
-    def derive_memory(self, artifact: ToolArtifact, raw_text: str, *, action_text: str | None = None) -> ToolMemory:
-        """Derive the ToolMemory of an artifact with the default extractor registry."""
-        from contextledger.memory.derive import derive_memory
-
-        return derive_memory(artifact, raw_text, action_text=action_text)
-
-    def link_new_memory(self, w: Writer, scope: Scope, memory: ToolMemory) -> None:
-        """Link a new memory to earlier ones about the same subject (file staleness,
-        supersession) inside the writer's transaction."""
-        from contextledger.memory.linking import link_on_write
-
-        link_on_write(self.store, w, scope, memory)
-
-    def pin_constraints_from(self, scope: Scope, message: Message) -> int:
-        """Pin the user constraints stated in ``message`` ("never …", "do not …") as rule
-        records linked to it; returns how many were pinned."""
-        from contextledger.policy.pinning import pin_user_constraints
-
-        return pin_user_constraints(self.store, scope, message)
+        return Recorder(self.runtime, scope or self.scope())
 
     # -- import, assemble, explain -------------------------------------------------------
     def import_file(self, path: str | Path, *, format: str = "auto", scope: Scope | None = None, trust_system_prompt: bool = True) -> ImportResult:
@@ -156,7 +121,7 @@ class Ledger:
         """
         from contextledger.ingest.loader import import_path
 
-        return import_path(self, Path(path), format=format, scope=scope or self.scope(), trust_system_prompt=trust_system_prompt)
+        return import_path(self.runtime, Path(path), format=format, scope=scope or self.scope(), trust_system_prompt=trust_system_prompt)
 
     def assemble(
         self,
@@ -194,7 +159,7 @@ class Ledger:
         """
         from contextledger.assembly.assembler import Assembler
 
-        return Assembler(self, policy or self.policy).assemble(
+        return Assembler(self.runtime, self.runtime.resolve_policy(policy)).assemble(
             scope or self.scope(),
             conversation_id,
             branch_id=branch_id,
@@ -218,7 +183,7 @@ class Ledger:
         """
         from contextledger.compaction import compact
 
-        return compact(self, scope or self.scope(), conversation_id, branch_id=branch_id, keep_recent_units=keep_recent_units, now=now)
+        return compact(self.runtime, scope or self.scope(), conversation_id, branch_id=branch_id, keep_recent_units=keep_recent_units, now=now)
 
     def promote(self, record_id: str, *, to: Visibility, actor: str, reason: str, scope: Scope | None = None) -> PolicyDecision:
         """Widen a record's visibility (child → parent, private → branch, audit-only →
@@ -231,14 +196,14 @@ class Ledger:
         """
         from contextledger.graph.promotion import promote
 
-        return promote(self, scope or self.scope(), record_id, to=to, actor=actor, reason=reason)
+        return promote(self.runtime, scope or self.scope(), record_id, to=to, actor=actor, reason=reason)
 
     def resume_state(self, conversation_id: str, *, branch_id: str | None = None, participant_id: str | None = None, scope: Scope | None = None) -> ResumeState:
         """Runtime state to resume from, read from the newest ContinuationCheckpoint (never
         by searching the transcript).  See :func:`contextledger.graph.resume.resume_state`."""
         from contextledger.graph.resume import resume_state
 
-        return resume_state(self, scope or self.scope(), conversation_id, branch_id=branch_id, participant_id=participant_id)
+        return resume_state(self.runtime, scope or self.scope(), conversation_id, branch_id=branch_id, participant_id=participant_id)
 
     def rehydrate(self, artifact_id: str, *, scope: Scope | None = None) -> bytes:
         """The exact raw bytes of an artifact, verified against its sha256.
@@ -252,7 +217,7 @@ class Ledger:
         """Why each record was included, shaped or omitted in an assembly."""
         from contextledger.explain import explain_assembly
 
-        return explain_assembly(self, scope or self.scope(), assembly_id, record_id=record_id)
+        return explain_assembly(self.runtime, scope or self.scope(), assembly_id, record_id=record_id)
 
     def add_rules(self, conversation_id: str, rules: Sequence[Rule], *, scope: Scope | None = None, branch_id: str | None = None) -> int:
         """Attach rules (project files, organisation policy …) to a conversation; the
@@ -293,34 +258,9 @@ class Ledger:
         sha256, size and memory; the inline text and the blob (unless another artifact
         shares it) are removed; a retention PolicyDecision records who and why.  Later
         assemblies omit the raw payload with reason ``retention_deleted``."""
-        import sqlalchemy as sa
+        from contextledger.graph.retention import apply_retention
 
-        from contextledger.ids import new_id
-        from contextledger.records.enums import PolicyFamily
-        from contextledger.records.models import PolicyDecision
-        from contextledger.store import schema as S
-
-        scope = scope or self.scope()
-        art = self.store.get_artifact(scope, artifact_id)
-        now = datetime.now(UTC)
-        mems = self.store.memories(scope, art.conversation_id, artifact_ids=[art.id])
-        with self.store.writer(scope) as w:
-            w.update_artifact(art.model_copy(update={"deleted_at": now, "inline_text": None}))
-            for m in mems:
-                # a derived memory may quote the payload: keep only metadata and provenance
-                w.update_memory(m.model_copy(update={
-                    "summary": f"{m.source_tool} {m.status.value}: payload deleted by retention ({art.size_bytes:,} bytes, {art.sha256[:19]})",
-                    "payload": {"retention": "deleted", "size_bytes": art.size_bytes, "sha256": art.sha256},
-                    "limits": f"payload deleted by retention: {reason}",
-                }))
-            w.conn.execute(S.tool_artifacts.update().where(S.tool_artifacts.c.id == art.id, S.tool_artifacts.c.tenant_id == scope.tenant_id).values(inline_text=None))
-            w.add_decision(PolicyDecision(id=new_id("dec"), tenant_id=scope.tenant_id, conversation_id=art.conversation_id, family=PolicyFamily.RETENTION, decision="delete_payload", record_id=art.id, reason=reason, actor=actor, created_at=now))
-            shared = 0
-            if art.blob_key:
-                t = S.tool_artifacts
-                shared = int(w.conn.execute(sa.select(sa.func.count()).where(t.c.blob_key == art.blob_key, t.c.id != art.id, t.c.inline_text.is_(None))).scalar_one())
-        if art.blob_key and not shared and hasattr(self.store.blobs, "delete"):
-            self.store.blobs.delete(art.blob_key)
+        apply_retention(self.runtime, scope or self.scope(), artifact_id, reason=reason, actor=actor)
 
     def verify_provenance(self, conversation_id: str, *, scope: Scope | None = None) -> dict[str, list[str]]:
         """Re-derive the integrity of every memory's evidence (seed 000 §8 R4, §9.2).
@@ -333,41 +273,9 @@ class Ledger:
 
         Returns ``{"ok": [...], "repaired": [...], "unverifiable": [...]}`` (memory ids).
         """
-        from contextledger.errors import IntegrityError, NotFoundError
-        from contextledger.ids import new_id
-        from contextledger.memory.links import repair_provenance
-        from contextledger.records.enums import PolicyFamily
-        from contextledger.records.models import PolicyDecision
+        from contextledger.graph.provenance import verify_provenance
 
-        scope = scope or self.scope()
-        arts = {a.id: a for a in self.store.artifacts(scope, conversation_id)}
-        healthy: dict[str, bool] = {}
-
-        def ok(artifact_id: str) -> bool:
-            if artifact_id not in healthy:
-                art = arts.get(artifact_id)
-                try:
-                    healthy[artifact_id] = art is not None and art.deleted_at is None and bool(self.store.read_artifact_bytes(scope, art))
-                except (IntegrityError, NotFoundError):
-                    healthy[artifact_id] = False
-                healthy[artifact_id] = healthy[artifact_id] or (art is not None and art.size_bytes == 0 and art.deleted_at is None)
-            return healthy[artifact_id]
-
-        report: dict[str, list[str]] = {"ok": [], "repaired": [], "unverifiable": []}
-        now = datetime.now(UTC)
-        for mem in self.store.memories(scope, conversation_id):
-            fixed, outcome = repair_provenance(mem, artifact_exists=lambda a: a in arts, artifact_hash_ok=ok, candidates=list(arts.values()))
-            report[outcome].append(mem.id)
-            if outcome == "ok":
-                continue
-            with self.store.writer(scope) as w:
-                w.update_memory(fixed)
-                w.add_decision(PolicyDecision(
-                    id=new_id("dec"), tenant_id=scope.tenant_id, conversation_id=conversation_id, family=PolicyFamily.RETENTION,
-                    decision=f"provenance_{outcome}", record_id=mem.id, reason=outcome, actor="verify_provenance",
-                    detail={"repair_attempts": fixed.repair_attempts, "source_artifact_ids": list(fixed.source_artifact_ids)}, created_at=now,
-                ))
-        return report
+        return verify_provenance(self.runtime, scope or self.scope(), conversation_id)
 
     def participants_named(self, scope: Scope, conversation_id: str, names: Sequence[str]) -> list[str]:
         """Ids of the participants whose name or id is in ``names``."""

@@ -86,11 +86,10 @@ from contextledger.records.parts import (
     ToolResultPart,
 )
 from contextledger.store.base import Scope
-from contextledger.tokens import get_tokenizer
 
 if TYPE_CHECKING:
-    from contextledger.ledger import Ledger
     from contextledger.policy.model import Policy
+    from contextledger.runtime import HasRuntime
 
 __all__ = ["ASSEMBLER_VERSION", "Assembler", "AssemblyResult", "candidate_limits"]
 
@@ -213,13 +212,13 @@ def _called_tools(p: _Piece) -> tuple[str, ...]:
 
 
 class Assembler:
-    """Assembles requests for one ledger under one policy (see module docstring)."""
+    """Assembles requests from one runtime's store under one policy (see module docstring)."""
 
-    def __init__(self, ledger: Ledger, policy: Policy) -> None:
-        self.ledger = ledger
-        self.store = ledger.store
+    def __init__(self, source: HasRuntime, policy: Policy) -> None:
+        self.runtime = source.runtime
+        self.store = self.runtime.store
         self.policy = policy
-        self.tok = get_tokenizer()
+        self.tok = self.runtime.tokenizer
 
     # ------------------------------------------------------------------------------------
     def assemble(

@@ -39,7 +39,8 @@ from contextledger.records.parts import TextPart
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
+    from contextledger.store.sql import SqlStore
 
 __all__ = [
     "DEFAULT_KEEP_RECENT_UNITS",
@@ -167,9 +168,8 @@ def add_prose(document: Mapping[str, Any], summarizer: HandoffSummarizer) -> dic
     return out
 
 
-def _write(ledger: Ledger, scope: Scope, plan: HandoffPlan, doc: dict[str, Any], now: datetime) -> Message:
+def _write(store: SqlStore, scope: Scope, plan: HandoffPlan, doc: dict[str, Any], now: datetime) -> Message:
     snap = plan.snapshot
-    store = ledger.store
     text = render_handoff(doc)
     parts = (TextPart(text=text),)
     metadata: dict[str, Any] = {
@@ -220,7 +220,7 @@ def _write(ledger: Ledger, scope: Scope, plan: HandoffPlan, doc: dict[str, Any],
 
 
 def compact(
-    ledger: Ledger,
+    source: HasRuntime,
     scope: Scope,
     conversation_id: str,
     *,
@@ -234,6 +234,7 @@ def compact(
     the lineage into one handoff message, written in one transaction.
 
     Args:
+        source: the runtime (or a ``Ledger``) whose store is compacted.
         branch_id: the branch to compact (default: the conversation's active branch);
             the message is written on it, so only its lineage (and branches forked from
             it later) sees the compaction.
@@ -253,13 +254,14 @@ def compact(
             a concurrent compaction of the same lineage.
         HandoffError: the document breaks the template (never written).
     """
+    store = source.runtime.store
     now = now or datetime.now(UTC)
     plan = build_handoff(
-        ledger.store, scope, conversation_id, branch_id=branch_id, keep_recent_units=keep_recent_units, now=now, extra_rules=extra_rules
+        store, scope, conversation_id, branch_id=branch_id, keep_recent_units=keep_recent_units, now=now, extra_rules=extra_rules
     )
     doc = plan.document if summarizer is None else add_prose(plan.document, summarizer)
     validate_handoff(doc)
-    msg = _write(ledger, scope, plan, doc, now)
+    msg = _write(store, scope, plan, doc, now)
     return Compaction(
         message=msg,
         document=doc,

@@ -32,7 +32,7 @@ from contextledger.records.models import Message, ModelRun, Participant
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
 
 __all__ = ["ScheduledTurn", "SubagentStart", "scheduled_turn", "start_subagent"]
 
@@ -55,7 +55,7 @@ class ScheduledTurn:
 
 
 def start_subagent(
-    ledger: Ledger,
+    source: HasRuntime,
     scope: Scope,
     conversation_id: str,
     *,
@@ -81,7 +81,7 @@ def start_subagent(
     Raises:
         NotFoundError: unknown conversation or parent participant.
     """
-    rec = Recorder(ledger, scope)
+    rec = Recorder(source, scope)
     rec.participant(conversation_id, parent_participant_id)
     child = rec.add_participant(
         conversation_id, name, provider=provider, model=model, runtime_kind=RuntimeKind.SUBAGENT_CHILD,
@@ -101,7 +101,7 @@ def start_subagent(
 
 
 def scheduled_turn(
-    ledger: Ledger,
+    source: HasRuntime,
     scope: Scope,
     conversation_id: str,
     *,
@@ -122,7 +122,7 @@ def scheduled_turn(
     Raises:
         NotFoundError: unknown conversation, branch or participant.
     """
-    rec = Recorder(ledger, scope)
+    rec = Recorder(source, scope)
     message = rec.record_message(
         conversation_id, Role.USER, prompt, branch_id=branch_id, participant_id=None, kind=MessageKind.CHAT,
         runtime_kind=RuntimeKind.SCHEDULED_JOB, metadata={"job_id": job_id},

@@ -58,7 +58,7 @@ from contextledger.store.base import Scope
 from contextledger.store.sql import Writer
 
 if TYPE_CHECKING:
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
 
 __all__ = [
     "VISIBILITY_RANK",
@@ -94,26 +94,26 @@ class ChildReport:
     child_run: ModelRun
 
 
-def _participants(ledger: Ledger, scope: Scope, conversation_id: str) -> dict[str, Participant]:
-    return {p.id: p for p in ledger.store.participants(scope, conversation_id)}
+def _participants(source: HasRuntime, scope: Scope, conversation_id: str) -> dict[str, Participant]:
+    return {p.id: p for p in source.runtime.store.participants(scope, conversation_id)}
 
 
 def _is_child(p: Participant | None) -> bool:
     return p is not None and (p.runtime_kind is RuntimeKind.SUBAGENT_CHILD or p.isolation_policy is RuntimeIsolationPolicy.CHILD_AUDIT_ONLY)
 
 
-def child_run_state(ledger: Ledger, scope: Scope, conversation_id: str, participant_id: str, model_run_id: str | None = None) -> ModelRun | None:
+def child_run_state(source: HasRuntime, scope: Scope, conversation_id: str, participant_id: str, model_run_id: str | None = None) -> ModelRun | None:
     """The ModelRun deciding whether a child may be promoted: ``model_run_id`` when
     given, else the child's newest run (by start time, then id); ``None`` when the child
     has no recorded run."""
-    runs = [r for r in ledger.store.model_runs(scope, conversation_id) if r.participant_id == participant_id]
+    runs = [r for r in source.runtime.store.model_runs(scope, conversation_id) if r.participant_id == participant_id]
     if model_run_id is not None:
         runs = [r for r in runs if r.id == model_run_id]
     return runs[-1] if runs else None
 
 
-def _require_terminal(ledger: Ledger, scope: Scope, conversation_id: str, owner: Participant, run_id: str | None, record_id: str) -> ModelRun:
-    run = child_run_state(ledger, scope, conversation_id, owner.id, run_id)
+def _require_terminal(source: HasRuntime, scope: Scope, conversation_id: str, owner: Participant, run_id: str | None, record_id: str) -> ModelRun:
+    run = child_run_state(source, scope, conversation_id, owner.id, run_id)
     if run is None:
         raise PromotionError(
             f"cannot promote {record_id}: child subagent {owner.name!r} ({owner.id}) has no recorded model run; "
@@ -132,8 +132,8 @@ def _check_widening(record_id: str, current: Visibility, to: Visibility) -> None
         raise PromotionError(f"cannot promote {record_id} from {current.value} to {to.value}: a promotion must widen visibility")
 
 
-def _find(ledger: Ledger, scope: Scope, record_id: str) -> ToolArtifact | ToolMemory | Message:
-    store = ledger.store
+def _find(source: HasRuntime, scope: Scope, record_id: str) -> ToolArtifact | ToolMemory | Message:
+    store = source.runtime.store
     if record_id.startswith("art_"):
         return store.get_artifact(scope, record_id)
     if record_id.startswith("mem_"):
@@ -148,7 +148,7 @@ def _find(ledger: Ledger, scope: Scope, record_id: str) -> ToolArtifact | ToolMe
 
 
 def promote(
-    ledger: Ledger,
+    source: HasRuntime,
     scope: Scope,
     record_id: str,
     *,
@@ -181,9 +181,9 @@ def promote(
     """
     if not actor.strip() or not reason.strip():
         raise InputError("a promotion needs an actor (who) and a reason (why)")
-    record = _find(ledger, scope, record_id)
+    record = _find(source, scope, record_id)
     conv_id = record.conversation_id
-    participants = _participants(ledger, scope, conv_id)
+    participants = _participants(source, scope, conv_id)
     if isinstance(record, Message):
         owner_id, run_id, current, kind = record.participant_id, record.model_run_id, record.visibility, "message"
     elif isinstance(record, ToolArtifact):
@@ -194,10 +194,10 @@ def promote(
     owner = participants.get(owner_id or "")
     extra: dict[str, Any] = {}
     if _is_child(owner) and owner is not None:
-        run = _require_terminal(ledger, scope, conv_id, owner, run_id, record_id)
+        run = _require_terminal(source, scope, conv_id, owner, run_id, record_id)
         extra = {"child_participant_id": owner.id, "child_run_id": run.id, "child_run_status": run.status}
     now = datetime.now(UTC)
-    store = ledger.store
+    store = source.runtime.store
     with store.writer(scope) as w:
         memory_ids: list[str] = []
         message_ids: list[str] = []
@@ -242,7 +242,7 @@ def _promote_memory(w: Writer, mem: ToolMemory, to: Visibility) -> None:
 
 
 def resolve_with_child_report(
-    ledger: Ledger,
+    source: HasRuntime,
     scope: Scope,
     conversation_id: str,
     *,
@@ -271,14 +271,14 @@ def resolve_with_child_report(
     """
     if not actor.strip() or not reason.strip():
         raise InputError("a promotion needs an actor (who) and a reason (why)")
-    participants = _participants(ledger, scope, conversation_id)
+    participants = _participants(source, scope, conversation_id)
     child = participants.get(child_participant_id)
     if child is None:
         raise NotFoundError("participant", child_participant_id)
     if not _is_child(child):
         raise PromotionError(f"participant {child.name!r} ({child.id}) is not a child subagent")
-    run = _require_terminal(ledger, scope, conversation_id, child, child_run_id, parent_call_id)
-    store = ledger.store
+    run = _require_terminal(source, scope, conversation_id, child, child_run_id, parent_call_id)
+    store = source.runtime.store
     conv = store.get_conversation(scope, conversation_id)
     call = store.get_tool_call(scope, conversation_id, parent_call_id)
     if not call.status.unresolved:
@@ -286,8 +286,8 @@ def resolve_with_child_report(
     is_error = run.status != "completed"
     error_type = {"failed": "SubagentFailed", "timeout": "SubagentTimeout"}.get(run.status)
     raw = utf8_bytes(report)
-    rec = Recorder(ledger, scope)
-    blob_key = ledger.put_blob_if_large(raw)
+    rec = Recorder(source, scope)
+    blob_key = source.runtime.put_blob_if_large(raw)
     with store.writer(scope) as w:
         msg, art, mem = rec.write_result(
             w, conv, call, raw, blob_key=blob_key, is_error=is_error, error_type=error_type,

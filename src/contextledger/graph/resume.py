@@ -24,7 +24,7 @@ from contextledger.records.models import (
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
 
 __all__ = ["ResumeState", "resume_state"]
 
@@ -81,7 +81,7 @@ def _owned_by(record: ContinuationCheckpoint | SkillState, participant_id: str |
 
 
 def resume_state(
-    ledger: Ledger,
+    source: HasRuntime,
     scope: Scope,
     conversation_id: str,
     *,
@@ -99,7 +99,7 @@ def resume_state(
     Raises:
         NotFoundError: unknown conversation or branch in scope.
     """
-    store = ledger.store
+    store = source.runtime.store
     with store.reader() as conn:
         conv = store.get_conversation(scope, conversation_id, conn)
         branch = branch_id or conv.active_branch_id

@@ -57,7 +57,7 @@ from contextledger.store.blobs import sha256_key
 
 if TYPE_CHECKING:
     from contextledger.ingest.transcript import ImportedMessage, ImportedTranscript
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
 
 __all__ = ["ImportResult", "import_path", "load_transcript"]
 
@@ -102,7 +102,7 @@ class ImportResult:
         }
 
 
-def import_path(ledger: Ledger, path: Path, *, format: str, scope: Scope, trust_system_prompt: bool = True) -> ImportResult:
+def import_path(source: HasRuntime, path: Path, *, format: str, scope: Scope, trust_system_prompt: bool = True) -> ImportResult:
     """Parse ``path`` with the importers and load it (see module docstring).
 
     Raises:
@@ -118,7 +118,7 @@ def import_path(ledger: Ledger, path: Path, *, format: str, scope: Scope, trust_
     transcript = parse_file(path, format)
     if not transcript.messages:
         raise ImportFormatError(str(path), None, f"holds no messages ({transcript.format}): nothing to import")
-    return load_transcript(ledger, transcript, scope=scope, trust_system_prompt=trust_system_prompt)
+    return load_transcript(source, transcript, scope=scope, trust_system_prompt=trust_system_prompt)
 
 
 def _path_to(leaf: str | None, parent: dict[str, str | None]) -> list[str]:
@@ -131,7 +131,7 @@ def _path_to(leaf: str | None, parent: dict[str, str | None]) -> list[str]:
     return list(reversed(path))
 
 
-def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trust_system_prompt: bool = True) -> ImportResult:
+def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, trust_system_prompt: bool = True) -> ImportResult:
     """Write ``t`` in one transaction; on any error nothing is left behind.
 
     Raises:
@@ -140,7 +140,8 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
     from contextledger.ingest.recorder import Recorder, message_token_count
     from contextledger.policy.pinning import pin_constraints_in
 
-    store = ledger.store
+    rt = source.runtime
+    store = rt.store
     _replace_unstorable(t)
     if t.content_key:
         existing = store.find_conversation_by_content_key(scope, t.content_key)
@@ -233,20 +234,20 @@ def load_transcript(ledger: Ledger, t: ImportedTranscript, *, scope: Scope, trus
     for m in t.messages:
         for p in m.parts:
             if isinstance(p, ToolResultPart) and p.text is not None:
-                blob_keys[f"{m.key}:{p.call_id}"] = ledger.put_blob_if_large(p.text.encode("utf-8"))
+                blob_keys[f"{m.key}:{p.call_id}"] = rt.put_blob_if_large(p.text.encode("utf-8"))
         if m.kind == MessageKind.OBSERVATION:
             text = "\n".join(p.text for p in m.parts if isinstance(p, TextPart))
-            blob_keys[f"{m.key}:obs"] = ledger.put_blob_if_large(text.encode("utf-8"))
+            blob_keys[f"{m.key}:obs"] = rt.put_blob_if_large(text.encode("utf-8"))
         for attachment_key, data in m.attachments.items():
             if sha256_key(data) != attachment_key:
                 raise ImportFormatError(t.path, m.source_ref or None, f"attachment hash mismatch for {attachment_key}")
-            ledger.store.blobs.put(data)
+            store.blobs.put(data)
     for m in t.messages:
         for p in m.parts:
             if isinstance(p, ImagePart) and p.blob_key and p.blob_key not in m.attachments and not store.blobs.exists(p.blob_key):
                 raise ImportFormatError(t.path, m.source_ref or None, f"image {p.blob_key} has no bytes")
 
-    rec = Recorder(ledger, scope)
+    rec = Recorder(rt, scope)
     rec.remember_participants(list(parts_by_key.values()))
     result = ImportResult(conversation_id=conv_id, path=t.path, format=t.format, created=True, notes=list(t.notes))
     with store.writer(scope) as w:

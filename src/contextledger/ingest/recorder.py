@@ -61,7 +61,7 @@ from contextledger.store.sql import Writer
 from contextledger.tokens import get_tokenizer
 
 if TYPE_CHECKING:
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
 
 __all__ = ["TERMINAL_RUN_STATUSES", "Recorder", "ToolCallSpec", "message_token_count"]
 
@@ -121,9 +121,9 @@ class Recorder:
     call ids, and :class:`~contextledger.errors.InputError` for invalid arguments.
     """
 
-    def __init__(self, ledger: Ledger, scope: Scope) -> None:
-        self.ledger = ledger
-        self.store = ledger.store
+    def __init__(self, source: HasRuntime, scope: Scope) -> None:
+        self.runtime = source.runtime
+        self.store = self.runtime.store
         self.scope = scope
         self._participants: dict[str, Participant] = {}
 
@@ -420,7 +420,9 @@ class Recorder:
     def _pin_user_constraints(self, msg: Message) -> None:
         if msg.role is not Role.USER or msg.visibility is not Visibility.BRANCH:
             return
-        self.ledger.pin_constraints_from(self.scope, msg)
+        from contextledger.policy.pinning import pin_user_constraints
+
+        pin_user_constraints(self.store, self.scope, msg)
 
     def start_model_run(
         self,
@@ -604,7 +606,7 @@ class Recorder:
                 msgs = self.store.messages(self.scope, conversation_id, ids=[arts[0].message_id or ""])
                 return msgs[0], arts[0], mems[0]
             raise InputError(f"tool call {call_id} already has a result ({call.status.value})")
-        blob_key = self.ledger.put_blob_if_large(raw)
+        blob_key = self.runtime.put_blob_if_large(raw)
         try:
             with self.store.writer(self.scope) as w:
                 msg, art, mem = self.write_result(
@@ -704,13 +706,16 @@ class Recorder:
         if not w.add_artifact(art):
             raise _AlreadyRecorded(call.call_id)
         w.update_tool_call(call.model_copy(update={"status": new_status, "result_message_id": msg.id, "resolved_at": now}))
-        mem = self.ledger.derive_memory(art, text if text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text)
+        from contextledger.memory.derive import derive_memory
+        from contextledger.memory.linking import link_on_write
+
+        mem = derive_memory(art, text if text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text)
         if child:
             mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": vis, "runtime_kind": RuntimeKind.SUBAGENT_CHILD})
         elif mem.visibility_scope is not vis:
             mem = mem.model_copy(update={"visibility_scope": vis})
         w.add_memory(mem)
-        self.ledger.link_new_memory(w, self.scope, mem)
+        link_on_write(self.store, w, self.scope, mem)
         return msg, art, mem
 
     def set_awaiting_approval(self, conversation_id: str, call_id: str) -> ToolCall:
@@ -735,7 +740,7 @@ class Recorder:
         if not call.status.unresolved:
             raise InputError(f"tool call {call_id} is already resolved ({call.status.value})")
         raw = utf8_bytes(f"[abandoned] no result will arrive for this call: {reason}")
-        blob_key = self.ledger.put_blob_if_large(raw)
+        blob_key = self.runtime.put_blob_if_large(raw)
         with self.store.writer(self.scope) as w:
             return self.write_result(w, conv, call, raw, blob_key=blob_key, is_error=True, error_type="Abandoned", status=ToolCallStatus.ABANDONED)
 

@@ -21,18 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Generic, Literal, Protocol, TypeVar
 
 from contextledger.records.enums import AuthorityLevel
-
-if TYPE_CHECKING:
-    from contextledger.policy.rules import Rule
 
 __all__ = [
     "DEFAULT_AUTHORITY_CHAIN",
     "SOURCE_CEILINGS",
     "UNTRUSTED_SOURCES",
     "AuthorityResolution",
+    "RankedRule",
     "RuleConflict",
     "SourceKind",
     "authority_for_source",
@@ -111,6 +109,29 @@ def cap_authority(
     return claimed
 
 
+class RankedRule(Protocol):
+    """What the authority chain reads of a rule (:class:`~contextledger.policy.rules.Rule`):
+    its id, conflict topic and normalised claim, authority level and order."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def claim(self) -> str: ...
+
+    @property
+    def authority(self) -> AuthorityLevel: ...
+
+    @property
+    def order(self) -> int: ...
+
+
+RuleT = TypeVar("RuleT", bound=RankedRule)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RuleConflict:
     """One decided conflict (seed 001 §9 ``ContextPlan.conflicts``).
@@ -130,7 +151,7 @@ class RuleConflict:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AuthorityResolution:
+class AuthorityResolution(Generic[RuleT]):
     """The outcome of :func:`resolve_authority`.
 
     Attributes:
@@ -139,8 +160,8 @@ class AuthorityResolution:
         conflicts: one entry per (key, reason), sorted by key then reason.
     """
 
-    winners: tuple[Rule, ...]
-    losers: tuple[Rule, ...] = ()
+    winners: tuple[RuleT, ...]
+    losers: tuple[RuleT, ...] = ()
     conflicts: tuple[RuleConflict, ...] = field(default=())
 
     def loser_reason(self, rule_id: str) -> str | None:
@@ -152,8 +173,8 @@ class AuthorityResolution:
 
 
 def resolve_authority(
-    rules: Sequence[Rule], chain: Sequence[AuthorityLevel] = DEFAULT_AUTHORITY_CHAIN
-) -> AuthorityResolution:
+    rules: Sequence[RuleT], chain: Sequence[AuthorityLevel] = DEFAULT_AUTHORITY_CHAIN
+) -> AuthorityResolution[RuleT]:
     """Decide conflicts between rules by the authority chain (seed 001 §4.2, §6 problem 4).
 
     Rules are grouped by ``Rule.topic`` (the explicit ``conflict_key``, else a topic

@@ -12,7 +12,7 @@ Two guards installed on every engine (:func:`engine_options`, :func:`install`):
 ``hide_parameters`` keeps bound values (transcript text, secrets) out of SQLAlchemy's
 error messages and logs: a backend error names the statement and the driver's reason,
 never the data.  Raw tool-result bytes are not affected: a payload that is not clean
-UTF-8 text lives in the blob store, byte for byte (see ``Ledger.put_blob_if_large``).
+UTF-8 text lives in the blob store, byte for byte (see ``Runtime.put_blob_if_large``).
 """
 
 from __future__ import annotations

@@ -210,7 +210,7 @@ def _put_blobs(ledger: Ledger, messages: Sequence[ImportedMessage]) -> dict[int,
             ledger.store.blobs.put(data)
         result = _result_of(m)
         if result is not None:
-            keys[id(m)] = ledger.put_blob_if_large((result.text or "").encode("utf-8", "surrogatepass"))
+            keys[id(m)] = ledger.runtime.put_blob_if_large((result.text or "").encode("utf-8", "surrogatepass"))
     return keys
 
 
