@@ -115,13 +115,8 @@ class ScriptedUpstream:
     async def _take(self, request: Request, kind: str) -> tuple[dict[str, Any], Plan]:
         body = json.loads(await request.body())
         problems: list[str] = []
-        if self.validate and kind in ("chat", "messages"):
-            from contextledger.providers.registry import validate_payload
-
-            fields = {k: body[k] for k in ("system", "messages", "tools") if k in body and not (k == "system" and kind == "chat")}
-            if kind == "chat":
-                fields["messages"] = [m for m in body.get("messages", [])]
-            problems = validate_payload("openai-chat" if kind == "chat" else "anthropic", _without_cache_control(fields))
+        if self.validate:
+            problems = _problems(kind, body)
         with self._lock:
             self.count += 1
             self.invalid += bool(problems)
@@ -186,6 +181,8 @@ class ScriptedUpstream:
         if plan.error is not None:
             return JSONResponse(plan.error, status_code=plan.status)
         output: list[dict[str, Any]] = []
+        if plan.thinking is not None:
+            output.append({"type": "reasoning", "id": self._next("rs_"), "summary": [{"type": "summary_text", "text": plan.thinking[0]}], "encrypted_content": plan.thinking[1]})
         if plan.text:
             output.append({"type": "message", "id": self._next("msg_"), "status": "completed", "role": "assistant",
                            "content": [{"type": "output_text", "text": plan.text, "annotations": []}]})
@@ -197,6 +194,20 @@ class ScriptedUpstream:
         if body.get("stream"):
             return self._stream(_responses_events(response), plan)
         return JSONResponse(response)
+
+
+_FIELDS = {"chat": ("openai-chat", ("messages", "tools")), "messages": ("anthropic", ("system", "messages", "tools")),
+           "responses": ("openai-responses", ("instructions", "input", "tools"))}
+
+
+def _problems(kind: str, body: dict[str, Any]) -> list[str]:
+    """The provider-rule problems of a request body's serializer-owned fields."""
+    from contextledger.providers.registry import PROVIDERS, validate_payload
+
+    provider, keys = _FIELDS[kind]
+    if provider not in PROVIDERS:
+        return []
+    return validate_payload(provider, _without_cache_control({k: body[k] for k in keys if k in body}))
 
 
 def _without_cache_control(value: Any) -> Any:
@@ -265,7 +276,9 @@ def _responses_events(response: dict[str, Any]) -> Iterator[bytes]:
     seq = itertools.count()
     yield _sse({"type": "response.created", "sequence_number": next(seq), "response": {**response, "status": "in_progress", "output": []}}, "response.created")
     for i, item in enumerate(response["output"]):
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            yield _sse({"type": "response.output_item.added", "sequence_number": next(seq), "output_index": i, "item": {**item, "summary": []}}, "response.output_item.added")
+        elif item["type"] == "message":
             yield _sse({"type": "response.output_item.added", "sequence_number": next(seq), "output_index": i, "item": {**item, "status": "in_progress", "content": []}}, "response.output_item.added")
             for piece in _pieces(item["content"][0]["text"]):
                 yield _sse({"type": "response.output_text.delta", "sequence_number": next(seq), "item_id": item["id"], "output_index": i, "content_index": 0, "delta": piece, "logprobs": []}, "response.output_text.delta")

@@ -8,6 +8,7 @@ from fastapi.responses import Response
 
 from contextledger.server.proxy.anthropic import AnthropicDialect
 from contextledger.server.proxy.openai_chat import OpenAIChatDialect
+from contextledger.server.proxy.openai_responses import OpenAIResponsesDialect
 from contextledger.server.proxy.pipeline import forward_other, handle
 
 __all__ = ["router"]
@@ -15,6 +16,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1", tags=["proxy"])
 _CHAT = OpenAIChatDialect()
 _MESSAGES = AnthropicDialect()
+_RESPONSES = OpenAIResponsesDialect()
 _BODY = {"requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}}
 
 
@@ -27,6 +29,10 @@ async def chat_completions(request: Request) -> Response:
 async def messages(request: Request) -> Response:
     return await handle(request, _MESSAGES)
 
+
+@router.post("/responses", summary="OpenAI Responses, with assembled context", openapi_extra=_BODY)
+async def responses(request: Request) -> Response:
+    return await handle(request, _RESPONSES)
 
 @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
 async def other(path: str, request: Request) -> Response:
