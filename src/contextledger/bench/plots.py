@@ -24,8 +24,8 @@ __all__ = ["plot_latency", "plot_tokens"]
 def plot_tokens(report: Mapping[str, Any], path: Path) -> Path:
     """Grouped bars of ``tokens`` (log y) per case × strategy, each case in its own
     provider's payload (the first payload section of
-    :func:`~contextledger.bench.report.provider_sections`); returns ``path``."""
-    from contextledger.bench.report import provider_sections
+    :func:`~contextledger.bench.sections.provider_sections`); returns ``path``."""
+    from contextledger.bench.sections import provider_sections
 
     key = "scale" if report.get("kind") == "scenarios" else "budget_tokens"
     rows = [r for _, label, sel in provider_sections(report.get("rows", []), key) if not label for r in sel]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from contextledger.bench.harness import CONTEXTLEDGER, Row
+from contextledger.bench.sections import provider_sections
 
 __all__ = ["build_report", "detail_table", "machine_info", "markdown", "pivot_table", "provider_sections", "versions", "write_report"]
 
@@ -90,25 +91,6 @@ def _strategies(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         if r["strategy"] not in seen:
             seen.append(r["strategy"])
     return seen
-
-
-def provider_sections(rows: Sequence[Mapping[str, Any]], key: str) -> list[tuple[Any, str, list[Mapping[str, Any]]]]:
-    """``(group, providers_label, rows)`` per ``key`` value (scale or budget) and payload
-    section, in first-seen order.  A case's rows in its first provider (its own format)
-    form section 0 (label ``""``); its rows in a second provider form section 1, and so
-    on; a later section's label lists the providers it holds (``"openai-responses"``)."""
-    seen: dict[tuple[str, Any], list[str]] = {}
-    sections: dict[tuple[Any, int], list[Mapping[str, Any]]] = {}
-    for r in rows:
-        order = seen.setdefault((r["case"], r.get(key)), [])
-        if r["provider"] not in order:
-            order.append(r["provider"])
-        sections.setdefault((r.get(key), order.index(r["provider"])), []).append(r)
-    out: list[tuple[Any, str, list[Mapping[str, Any]]]] = []
-    for (group, rank), sel in sections.items():
-        label = "" if rank == 0 else ", ".join(sorted({r["provider"] for r in sel}))
-        out.append((group, label, sel))
-    return out
 
 
 def pivot_table(rows: Sequence[Mapping[str, Any]], *, group_key: str = "scale", group_value: Any = 1) -> str:
