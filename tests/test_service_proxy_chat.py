@@ -189,3 +189,25 @@ def test_an_edited_message_forks_the_conversation(stack: tuple[str, ScriptedUpst
     assert "Use SQLite instead." in texts(on_fork) and "Use Postgres." not in texts(on_fork)
     assert "Use Postgres." in texts(on_root) and len(on_root) == 6
     assert fork.fork_message_id == on_root[3].id
+
+
+def test_proxy_requests_act_for_the_tenant_of_their_key(tmp_path: Path) -> None:
+    from contextledger.server.keys import create_key
+
+    upstream = ScriptedUpstream()
+    ledger = Ledger.open(home=tmp_path)
+    key, _ = create_key(ledger, "acme")
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello from acme"}]}
+    try:
+        with serve(upstream.app) as up, serve(create_app(ServerSettings(openai_upstream=f"{up}/v1"), ledger=ledger)) as proxy, \
+                openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-provider", max_retries=0) as client:
+            with pytest.raises(openai.AuthenticationError):
+                client.chat.completions.create(**body)
+            client.chat.completions.create(**body, extra_headers={"x-contextledger-key": key})
+        assert ledger.store.list_conversations(ledger.scope()) == []
+        [conv] = ledger.store.list_conversations(ledger.scope("acme"))
+        assert conv.conversation.title == "hello from acme"
+        assert len(upstream.received) == 1 and "x-contextledger-key" not in upstream.received[0].headers
+        assert upstream.received[0].headers["authorization"] == "Bearer sk-provider"
+    finally:
+        ledger.close()
