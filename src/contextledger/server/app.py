@@ -12,7 +12,9 @@ Routers:
 * ``/v1/chat/completions``, ``/v1/responses``, ``/v1/messages`` — the provider-compatible
   proxy (:mod:`contextledger.server.proxy`);
 * every module of :mod:`contextledger.server.pages` that defines ``router`` (pages such as
-  an inspector are added there without changing this module).
+  an inspector are added there without changing this module);
+* ``/mcp`` — the ledger's MCP server (streamable HTTP) when the MCP adapter is installed
+  (:mod:`contextledger.server.mcp_mount`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from starlette.concurrency import run_in_threadpool
 
 from contextledger.ledger import Ledger
 from contextledger.server.keys import any_active_key
+from contextledger.server.mcp_mount import mounted_mcp
 from contextledger.server.problems import install_problem_handlers
 from contextledger.server.settings import ServerSettings
 
@@ -95,7 +98,8 @@ def create_app(settings: ServerSettings | None = None, *, ledger: Ledger | None 
         client = http or httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=512, max_keepalive_connections=128))
         app.state.service = ServiceState(cfg, led, client)
         try:
-            yield
+            async with mounted_mcp(app, led, cfg.tenant):
+                yield
         finally:
             if http is None:
                 await client.aclose()
