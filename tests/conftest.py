@@ -18,6 +18,11 @@ import pytest
 
 from contextledger.ledger import Ledger
 
+# Recording computes embeddings when the retrieval extra is installed; the suite records
+# far more than it searches, so it records without them unless a test asks
+# (tests/test_retrieval*.py set CONTEXTLEDGER_EMBEDDINGS=auto where they need vectors).
+os.environ.setdefault("CONTEXTLEDGER_EMBEDDINGS", "off")
+
 REAL_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real"
 PG_ADMIN_URL = os.environ.get("CONTEXTLEDGER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 

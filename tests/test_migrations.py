@@ -17,21 +17,32 @@ from alembic.runtime.migration import MigrationContext
 
 from contextledger.store.connection import make_engine
 from contextledger.store.migrate import alembic_config, current_revision, head_revision, upgrade
-from contextledger.store.schema import metadata
+from contextledger.store.schema import FULLTEXT_OBJECTS, metadata
 
-HEAD = "0007_service_keys_blobs"
+HEAD = "0008_retrieval_index"
+
+
+def _fulltext(engine: sa.Engine) -> set[str]:
+    """The dialect's full-text objects (outside the metadata, made by migration 0008)."""
+    return set(FULLTEXT_OBJECTS[engine.dialect.name])
 
 
 def _diffs(engine: sa.Engine) -> list[Any]:
+    skip = _fulltext(engine)
+
+    def include(name: str | None, type_: str, parent: Any) -> bool:
+        return name not in skip
+
     with engine.connect() as conn:
-        return list(compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata))
+        return list(compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True, "include_name": include}), metadata))
 
 
 def _indexes(engine: sa.Engine) -> dict[str, set[tuple[str, tuple[str, ...], bool]]]:
     insp = sa.inspect(engine)
     present = set(insp.get_table_names())
+    skip = _fulltext(engine)
     return {
-        t: {(ix["name"] or "", tuple(c or "" for c in ix["column_names"]), bool(ix["unique"])) for ix in insp.get_indexes(t)}
+        t: {(ix["name"] or "", tuple(c or "" for c in ix["column_names"]), bool(ix["unique"])) for ix in insp.get_indexes(t) if ix["name"] not in skip}
         for t in metadata.tables
         if t in present
     }
@@ -47,7 +58,8 @@ def test_upgrade_from_empty_to_head_matches_metadata(backend_url: str) -> None:
         assert current_revision(engine) is None
         upgrade(engine)
         assert current_revision(engine) == HEAD
-        assert set(sa.inspect(engine).get_table_names()) == set(metadata.tables) | {"alembic_version"}
+        tables = set(sa.inspect(engine).get_table_names())
+        assert tables - _fulltext(engine) == set(metadata.tables) | {"alembic_version"}
         assert _diffs(engine) == []
         expected = {
             t.name: {(ix.name or "", tuple(c.name for c in ix.columns), bool(ix.unique)) for ix in t.indexes}
@@ -194,10 +206,54 @@ def test_concurrent_upgrade_from_two_processes(backend_url: str) -> None:
         engine.dispose()
 
 
+def test_retrieval_index_backfilled_on_0008_and_dropped_on_downgrade(backend_url: str) -> None:
+    """0007 → 0008 indexes the stored user message for keywords (the full-text index
+    finds it on both backends); the downgrade removes the tables and full-text objects."""
+    import json
+    from datetime import UTC, datetime
+
+    from contextledger.records.enums import Role
+    from contextledger.records.models import Message
+    from contextledger.records.parts import TextPart
+
+    engine = make_engine(backend_url)
+    try:
+        upgrade(engine, "0007_service_keys_blobs")
+        msg = Message(
+            id="msg_1", tenant_id="acme", conversation_id="conv_1", branch_id="br_1", seq=2, role=Role.USER,
+            parts=(TextPart(text="The deploy fails with ORA-00942 in db/migrate.sql"),), created_at=datetime(2025, 1, 1, tzinfo=UTC),
+        )
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text("INSERT INTO messages (id, tenant_id, conversation_id, branch_id, seq, role, kind, visibility, token_count, body) "
+                        "VALUES ('msg_1', 'acme', 'conv_1', 'br_1', 2, 'user', 'chat', 'branch', 9, :body)"),
+                {"body": json.dumps(msg.model_dump(mode="json"))},
+            )
+        upgrade(engine)
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT record_kind, record_id, tokens FROM retrieval_docs")).all()
+            assert rows == [("message", "msg_1", "deploy fail ora_00942 ora 00942 db_migrate_sql migrate_sql db migrat sql")]
+            if engine.dialect.name == "sqlite":
+                found = conn.execute(sa.text("SELECT rowid FROM retrieval_fts WHERE retrieval_fts MATCH 'tokens : ora_00942'")).all()
+            else:
+                found = conn.execute(sa.text("SELECT doc_id FROM retrieval_docs WHERE array_to_tsvector(string_to_array(tokens, ' ')) @@ 'ora_00942'::tsquery")).all()
+            assert len(found) == 1
+        cfg = alembic_config()
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0007_service_keys_blobs")
+        assert not {"retrieval_docs", "retrieval_vectors", *_fulltext(engine)} & set(sa.inspect(engine).get_table_names())
+        assert not any(ix[0] == "ix_tool_artifacts_sha256" for ix in _indexes(engine)["tool_artifacts"])
+        upgrade(engine)
+        assert _diffs(engine) == []
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.parametrize("revision", ["0001_initial", HEAD])
 def test_each_revision_file_is_reachable(revision: str) -> None:
     from alembic.script import ScriptDirectory
 
     script = ScriptDirectory.from_config(alembic_config())
     assert script.get_revision(revision) is not None
-    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0006_memory_lineage_covering", "0005_messages_role_kind", "0004_memory_terms", "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]
+    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0007_service_keys_blobs", "0006_memory_lineage_covering", "0005_messages_role_kind", "0004_memory_terms", "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]

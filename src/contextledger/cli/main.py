@@ -277,8 +277,9 @@ def demo_cmd(
 
 
 def _register_groups() -> None:
-    from contextledger.cli import bench_cmd, compact_cmd, policy_cmd, serve_cmd
+    from contextledger.cli import bench_cmd, compact_cmd, policy_cmd, search_cmd, serve_cmd
 
+    search_cmd.register(app)
     app.add_typer(policy_cmd.app, name="policy")
     app.add_typer(compact_cmd.app, name="compact")
     app.add_typer(bench_cmd.app, name="bench")

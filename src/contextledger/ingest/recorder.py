@@ -55,6 +55,7 @@ from contextledger.records.models import (
     ToolMemory,
 )
 from contextledger.records.parts import Part, TextPart, ToolCallPart, ToolResultPart
+from contextledger.retrieval.index import index_records
 from contextledger.store.base import Scope
 from contextledger.store.blobs import sha256_key
 from contextledger.store.sql import Writer
@@ -353,7 +354,8 @@ class Recorder:
             metadata=dict(metadata or {}),
             created_at=created_at or _now(),
         )
-        w.add_message(msg)
+        if w.add_message(msg):
+            index_records(w, [msg])
         return msg
 
     def record_message(
@@ -642,9 +644,12 @@ class Recorder:
         status: ToolCallStatus | None = None,
         artifact_id: str | None = None,
         message_metadata: Mapping[str, Any] | None = None,
+        index: bool = True,
     ) -> tuple[Message, ToolArtifact, ToolMemory]:
         """Within ``w``'s transaction: artifact row, result message (unless given),
-        call status, memory.  ``blob_key`` must already hold ``raw`` when not ``None``.
+        call status, memory, and (``index``) the memory's retrieval index entry — a
+        caller writing many results indexes them itself in one batch.  ``blob_key`` must
+        already hold ``raw`` when not ``None``.
 
         ``visibility`` defaults by ownership (:meth:`default_visibility`, run state): the
         artifact, its result message and its memory share it."""
@@ -716,6 +721,8 @@ class Recorder:
             mem = mem.model_copy(update={"visibility_scope": vis})
         w.add_memory(mem)
         link_on_write(self.store, w, self.scope, mem)
+        if index:
+            index_records(w, [mem], artifacts={art.id: art})
         return msg, art, mem
 
     def set_awaiting_approval(self, conversation_id: str, call_id: str) -> ToolCall:

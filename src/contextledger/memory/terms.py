@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from contextledger.records.models import ToolMemory
 
-__all__ = ["MAX_MEMORY_TERMS", "MAX_TERM_LENGTH", "memory_terms", "normalize_term", "query_terms", "terms_of", "text_terms"]
+__all__ = ["MAX_MEMORY_TERMS", "MAX_TERM_LENGTH", "STOPWORDS", "memory_terms", "normalize_term", "query_terms", "terms_of", "text_terms"]
 
 MAX_MEMORY_TERMS = 48
 """At most this many terms are indexed per memory (the first ones in text order)."""
@@ -27,6 +27,9 @@ _WORD = re.compile(r"[a-z0-9]{3,}")
 _STOP = frozenset(
     ["the", "and", "for", "are", "but", "not", "you", "your", "with", "this", "that", "what", "which", "who", "whom", "when", "where", "why", "how", "was", "were", "has", "have", "had", "can", "could", "should", "would", "will", "shall", "may", "might", "did", "does", "done", "now", "still", "its", "they", "them", "their", "there", "then", "than", "from", "into", "onto", "over", "also", "just", "only", "very", "any", "all", "some", "one", "two", "yes", "please", "tell", "show", "give", "make", "let", "get", "got", "our", "out", "about", "again", "before", "after", "because", "been", "being", "each", "few", "more", "most", "other", "same", "such", "too", "here"]
 )
+STOPWORDS = _STOP
+"""English function words that are never terms (shared with the retrieval tokeniser)."""
+
 _SUFFIXES = ("ing", "ed", "al", "s")
 
 

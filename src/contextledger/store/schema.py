@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-__all__ = ["TABLES", "metadata"]
+__all__ = ["FULLTEXT_OBJECTS", "TABLES", "metadata"]
 
 metadata = sa.MetaData()
 
@@ -168,6 +168,8 @@ tool_artifacts = sa.Table(
     _body(),
     sa.Index("ux_tool_artifacts_call_id", "tenant_id", "conversation_id", "call_id", unique=True),
     sa.Index("ix_tool_artifacts_lineage", "tenant_id", "conversation_id", "branch_id", "seq"),
+    # artifact lookup by digest prefix (the retrieval router's artifact route, migration 0008)
+    sa.Index("ix_tool_artifacts_sha256", "tenant_id", "conversation_id", "sha256"),
 )
 
 tool_memories = sa.Table(
@@ -331,6 +333,61 @@ blobs = sa.Table(
     sa.Column("size_bytes", sa.BigInteger, nullable=False),
     sa.Column("data", sa.LargeBinary, nullable=False),
 )
+
+def _doc_id() -> sa.Column[int]:
+    # an alias of SQLite's rowid (the FTS5 index refers to it), a bigint identity elsewhere
+    return sa.Column("doc_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True)
+
+
+retrieval_docs = sa.Table(
+    "retrieval_docs",
+    metadata,
+    # One row per indexed record (a user or assistant message, a tool memory): its
+    # code-aware keyword tokens (``contextledger.retrieval.text``), space-separated.
+    # The full-text index over ``tokens`` is dialect-specific and lives outside this
+    # metadata (:data:`FULLTEXT_OBJECTS`, migration 0008): an FTS5 table kept in step by
+    # triggers on SQLite, a GIN index on ``array_to_tsvector`` on PostgreSQL.
+    # ``scope``: one token per tenant and conversation, so an FTS5 query matches inside
+    # one conversation only.
+    _doc_id(),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("record_kind", sa.String(16), nullable=False),
+    sa.Column("record_id", sa.String(64), nullable=False),
+    sa.Column("scope", sa.String(40), nullable=False),
+    sa.Column("tokens", sa.Text, nullable=False),
+    sa.Index("ux_retrieval_docs_record", "tenant_id", "record_id", unique=True),
+    sa.Index("ix_retrieval_docs_conv", "tenant_id", "conversation_id", "doc_id"),
+)
+
+retrieval_vectors = sa.Table(
+    "retrieval_vectors",
+    metadata,
+    # One embedding per indexed record (tool memories and user messages), keyed by its
+    # ``retrieval_docs`` row; ``vector``: ``dim`` little-endian float32, unit length.
+    # Read in ``doc_id`` order per conversation and model by the semantic route's
+    # process cache (``contextledger.retrieval.vectors``).  Append-only.
+    sa.Column("doc_id", sa.BigInteger, primary_key=True),
+    _tenant(),
+    _conv(),
+    sa.Column("branch_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("record_kind", sa.String(16), nullable=False),
+    sa.Column("record_id", sa.String(64), nullable=False),
+    sa.Column("model", sa.String(64), nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+    sa.Index("ix_retrieval_vectors_conv", "tenant_id", "conversation_id", "model", "doc_id"),
+)
+
+FULLTEXT_OBJECTS = {
+    "sqlite": ("retrieval_fts", "retrieval_fts_data", "retrieval_fts_idx", "retrieval_fts_docsize", "retrieval_fts_config"),
+    "postgresql": ("ix_retrieval_docs_tsv",),
+}
+"""The dialect-specific full-text objects over ``retrieval_docs.tokens`` (tables and
+index names) created by migration 0008 and not part of :data:`metadata`."""
+
 
 TABLES = {t.name: t for t in metadata.sorted_tables}
 """Every table by name."""

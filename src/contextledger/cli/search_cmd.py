@@ -1,0 +1,98 @@
+"""``contextledger search CONV QUERY`` and ``contextledger index [CONV]``: the retrieval
+router from the command line (seed 001 §4.5).
+
+Register with :func:`register` (adds both commands to the main app).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from contextledger.cli.common import console, emit_json, fail_cleanly, parse_now, state
+
+__all__ = ["register"]
+
+
+def search_cmd(
+    conversation: Annotated[str, typer.Argument(help="Conversation id.")],
+    query: Annotated[str, typer.Argument(help="What to recall, in your own words.")],
+    branch: Annotated[str | None, typer.Option("--branch", help="Branch id (default: the active branch).")] = None,
+    participant: Annotated[str | None, typer.Option("--participant", help="Search as this participant (default: the main view).")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", help="Only what may be sent to this provider (privacy routing).")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Most hits.")] = 10,
+    route: Annotated[list[str] | None, typer.Option("--route", help="Run only these routes (repeatable).")] = None,
+    now: Annotated[str | None, typer.Option("--now", help="Freshness reference time (ISO 8601).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Recall records of CONVERSATION that answer QUERY: each hit with the routes that
+    found it, its rank in each, and the fused reciprocal-rank score."""
+    from contextledger.retrieval import SEARCH_ROUTES, search
+
+    with fail_cleanly(as_json):
+        ledger = state.ledger()
+        result = search(
+            ledger, ledger.scope(state.tenant), conversation, query, branch_id=branch, participant_id=participant,
+            provider=provider, now=parse_now(now), limit=limit, routes=tuple(route) if route else SEARCH_ROUTES,
+        )
+    if as_json:
+        emit_json(result.to_json())
+        return
+    table = Table("#", "record", "routes (rank)", "fused", "text", show_lines=False)
+    for i, h in enumerate(result.hits, start=1):
+        ranks = " ".join(f"{r}:{k}" for r, k in sorted(h.ranks.items()))
+        text = (h.text.strip().splitlines() or [""])[0][:100] + (" [stale]" if h.stale else "")
+        table.add_row(str(i), h.record_id, ranks, f"{h.fused_score:.4f}", text)
+    console.print(table)
+    console.print(f"routes: {', '.join(result.routes_used)} (RRF k={result.rrf_k})", markup=False)
+    for name, why in result.degraded.items():
+        console.print(f"route {name} unavailable: {why}", markup=False)
+    if result.withheld:
+        console.print("withheld by a boundary: " + ", ".join(f"{k} {v}" for k, v in sorted(result.withheld.items())), markup=False)
+
+
+def index_cmd(
+    conversations: Annotated[list[str] | None, typer.Argument(help="Conversation ids (default: every conversation).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Complete the retrieval index: keyword documents for records that have none and,
+    with the retrieval extra, embeddings (for ledgers recorded before, or with
+    CONTEXTLEDGER_EMBEDDINGS=off)."""
+    from contextledger.retrieval.index import backfill
+
+    out = []
+    with fail_cleanly(as_json):
+        ledger = state.ledger()
+        scope = ledger.scope(state.tenant)
+        ids = conversations or [c.conversation.id for c in ledger.store.list_conversations(scope)]
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, disable=as_json, transient=True)
+        with progress:
+            for conv in ids:
+                task = progress.add_task(f"indexing {conv}", total=None)
+
+                def step(done: int, total: int, t: TaskID = task) -> None:
+                    progress.update(t, completed=done, total=total)
+
+                counts = backfill(ledger.store, scope, conv, progress=step)
+                out.append({"conversation_id": conv, **counts})
+    if as_json:
+        emit_json(out)
+    else:
+        for r in out:
+            console.print(f"{r['conversation_id']}: {r['documents']} documents, {r['vectors']} vectors added", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``search`` and ``index`` to ``app``."""
+    app.command("search")(search_cmd)
+    app.command("index")(index_cmd)

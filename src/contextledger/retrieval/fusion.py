@@ -1,0 +1,38 @@
+"""Reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009): a record's fused
+score is ``Σ_routes w / (k + rank)`` with ranks from 1, ``k`` = 60 and ``w`` = 1 (the
+common defaults: Elasticsearch ``rank_constant``, LanceDB ``RRFReranker``).  Ties are
+broken by the number of routes, then the record id, so fusion is deterministic."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from contextledger.retrieval.model import RouteHit
+
+__all__ = ["RRF_K", "Fused", "fuse"]
+
+RRF_K = 60
+"""The rank constant ``k``."""
+
+Fused = tuple[str, str, float, dict[str, int], dict[str, float]]
+"""``(record_kind, record_id, fused_score, ranks by route, scores by route)``."""
+
+
+def fuse(lists: Mapping[str, Sequence[RouteHit]], *, k: int = RRF_K, weights: Mapping[str, float] | None = None) -> list[Fused]:
+    """Fuse the ranked lists of several routes (route name → hits, best first; a record
+    listed twice by one route counts at its best rank).  Returns every record found,
+    best first."""
+    acc: dict[tuple[str, str], tuple[float, dict[str, int], dict[str, float]]] = {}
+    for route, hits in sorted(lists.items()):
+        w = 1.0 if weights is None else weights.get(route, 1.0)
+        for rank, h in enumerate(hits, start=1):
+            key = (h.record_kind, h.record_id)
+            score, ranks, scores = acc.get(key, (0.0, {}, {}))
+            if route in ranks:
+                continue
+            ranks[route] = rank
+            scores[route] = h.score
+            acc[key] = (score + w / (k + rank), ranks, scores)
+    out = [(kind, rid, s, ranks, scores) for (kind, rid), (s, ranks, scores) in acc.items()]
+    out.sort(key=lambda f: (-f[2], -len(f[3]), f[0], f[1]))
+    return out

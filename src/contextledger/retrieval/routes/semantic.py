@@ -1,0 +1,69 @@
+"""Semantic route: records whose stored embedding is nearest the query's (cosine on unit
+vectors), exact search over the lineage's vectors (:mod:`contextledger.retrieval.vectors`).
+
+The query vector is the stored vector of ``query.vector_of`` (the current user message,
+embedded when recorded) when there is one, else the encoder embeds ``query.text``.
+Unavailable without the ``retrieval`` extra (and no stored query vector), or when the
+conversation has no vectors.  Hits below :data:`MIN_COSINE` are not returned."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from contextledger.retrieval.embed import MODEL_NAME
+from contextledger.retrieval.model import RetrievalQuery, RouteHit
+from contextledger.retrieval.routes import RouteUnavailable
+from contextledger.retrieval.vectors import conversation_vectors, stored_vector
+
+if TYPE_CHECKING:
+    from contextledger.retrieval.routes import RouteContext
+
+__all__ = ["MIN_COSINE", "SemanticRoute"]
+
+MIN_COSINE = 0.2
+"""Below this similarity a record is unrelated (all-MiniLM-L6-v2 scale)."""
+
+_DIM = 384
+
+
+class SemanticRoute:
+    """See module docstring."""
+
+    name = "semantic"
+
+    def run(self, ctx: RouteContext, query: RetrievalQuery, limit: int) -> list[RouteHit]:
+        """Hits ranked by cosine similarity."""
+        try:
+            import numpy as np
+        except ImportError:
+            raise RouteUnavailable("numpy is missing: pip install 'contextledger[retrieval]'") from None
+        model = ctx.encoder.name if ctx.encoder is not None else MODEL_NAME
+        raw = stored_vector(ctx.conn, ctx.scope.tenant_id, query.vector_of, model) if query.vector_of else None
+        if raw is not None:
+            q = np.frombuffer(raw, dtype="<f4")
+        elif ctx.encoder is None:
+            from contextledger.retrieval.embed import unavailable_reason
+
+            raise RouteUnavailable(unavailable_reason() or "no embedding model was given")
+        elif not query.text.strip():
+            return []
+        else:
+            q = ctx.encoder.encode([query.text])[0]
+        cv = conversation_vectors(ctx.conn, str(ctx.store.engine.url), ctx.scope.tenant_id, ctx.conversation_id, model, int(q.shape[0]))
+        if not cv.record_ids:
+            raise RouteUnavailable("no embedded records in this conversation (record with the retrieval extra, or run `contextledger index`)")
+        mask = cv.lineage_mask(ctx.segments)
+        if query.vector_of and query.vector_of in cv.row_of:
+            mask[cv.row_of[query.vector_of]] = False
+        rows = np.flatnonzero(mask)
+        if rows.size == 0:
+            return []
+        sims = cv.matrix[rows] @ q
+        k = min(limit, rows.size)
+        top = np.argpartition(-sims, k - 1)[:k]
+        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), -int(rows[i])))
+        return [
+            RouteHit(record_kind=cv.kinds[rows[i]], record_id=cv.record_ids[rows[i]], score=float(sims[i]))
+            for i in order
+            if sims[i] >= MIN_COSINE
+        ]

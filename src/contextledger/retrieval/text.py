@@ -1,0 +1,128 @@
+"""Code-aware tokenisation for the keyword route (seed 001 §4.5: "keyword search —
+function names, error codes, field names, configuration keys").
+
+One function, :func:`tokens`, turns text into index tokens; documents and queries go
+through it alike, and the database only stores and matches the tokens it gives
+(SQLite FTS5 over space-separated tokens, PostgreSQL ``array_to_tsvector``), so the
+two backends match the same way.  A token is lower-case letters, digits, ``_`` or CJK
+characters:
+
+* words: folded with :func:`contextledger.memory.terms.normalize_term`
+  (``renewal`` / ``renewed`` → ``renew``), English function words dropped;
+* identifiers kept whole and split: ``getUserById`` → ``getuserbyid``, ``get``,
+  ``user``, ``id``; ``calendar_list_events`` → itself, ``calendar``, ``list``, ``event``;
+  ``os.path.join`` → ``os_path_join`` and its parts;
+* paths: ``src/app/auth_service.py`` → ``src_app_auth_service_py`` (whole),
+  ``auth_service_py`` (file name) and every component's parts;
+* error codes kept whole and split: ``E501`` → ``e501``, ``e``, ``501``; ``TS2345`` →
+  ``ts2345``, ``ts``, ``2345``; ``ORA-00942`` → ``ora_00942``, ``ora``, ``00942``;
+  ``HTTP 404`` / ``status 503`` / ``exit code 137`` → ``http_404`` … and the number;
+* Japanese and Chinese runs: split by script (kanji, katakana, hiragana), then
+  character bigrams within each piece (a single character alone); hiragana pieces are
+  dropped (particles and inflections carry no topic).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from contextledger.memory.terms import STOPWORDS, normalize_term
+
+__all__ = ["MAX_DOC_TOKENS", "MAX_QUERY_TOKENS", "MAX_TOKEN_LENGTH", "query_tokens", "tokens"]
+
+MAX_TOKEN_LENGTH = 64
+"""Longer whole forms (hashes, base64, minified code) are dropped; their parts stay."""
+
+MAX_DOC_TOKENS = 400
+"""Distinct tokens indexed per record (the first in text order)."""
+
+MAX_QUERY_TOKENS = 32
+"""Distinct tokens of one query (the first in text order)."""
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_CHUNK = re.compile(rf"[{_CJK}]+|[A-Za-z0-9_][A-Za-z0-9_.:/\\-]*")
+_CODE_PAIR = re.compile(r"\b(https?|status|code|error|errno|exit|signal|sig)[\s:=#-]*(\d{2,5})\b", re.IGNORECASE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SPLIT = re.compile(r"[_.:/\\-]+")
+_SCRIPT = re.compile(r"[\u30a0-\u30ff\uff66-\uff9f]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_SHORT_STOP = frozenset(["an", "in", "of", "is", "it", "to", "on", "at", "by", "or", "as", "be", "do", "if", "so", "no", "we", "my", "me", "up", "us", "he", "am"])
+
+
+def _fold(text: str) -> str:
+    """NFKC (full-width → ASCII, half-width kana → kana), accents removed."""
+    text = unicodedata.normalize("NFKC", text)
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c) or c in "\u3099\u309a")
+
+
+def _cjk(run: str, out: dict[str, None]) -> None:
+    for piece in _SCRIPT.findall(unicodedata.normalize("NFC", run)):
+        if len(piece) == 1:
+            out.setdefault(piece, None)
+        for i in range(len(piece) - 1):
+            out.setdefault(piece[i : i + 2], None)
+
+
+def _word(part: str, out: dict[str, None]) -> None:
+    """One alphanumeric piece: camelCase split, each piece folded."""
+    pieces = _CAMEL.findall(part)
+    if len(pieces) > 1:
+        whole = part.lower()
+        if len(whole) <= MAX_TOKEN_LENGTH:
+            out.setdefault(whole, None)
+    for p in pieces:
+        low = p.lower()
+        if low in STOPWORDS or low in _SHORT_STOP or (len(low) < 2 and not low.isdigit()):
+            continue
+        out.setdefault(low if low.isdigit() else normalize_term(low), None)
+
+
+def _chunk(chunk: str, out: dict[str, None]) -> None:
+    chunk = chunk.strip("_.:/\\-")
+    if not chunk:
+        return
+    parts = [p for p in _SPLIT.split(chunk) if p]
+    if len(parts) > 1:
+        whole = "_".join(parts).lower()
+        if len(whole) <= MAX_TOKEN_LENGTH:
+            out.setdefault(whole, None)
+        if "/" in chunk or "\\" in chunk:
+            name = _SPLIT.split(re.split(r"[/\\]", chunk)[-1])
+            if len(name) > 1:
+                out.setdefault("_".join(name).lower()[:MAX_TOKEN_LENGTH], None)
+    for p in parts:
+        m = re.fullmatch(r"([A-Za-z]{1,6})(\d{2,6})", p)
+        if m:  # E501, TS2345, CVE2024 …: whole, letters, digits
+            out.setdefault(p.lower(), None)
+            if len(m.group(1)) > 1:
+                out.setdefault(m.group(1).lower(), None)
+            out.setdefault(m.group(2), None)
+            continue
+        _word(p, out)
+
+
+def tokens(text: str, *, limit: int = MAX_DOC_TOKENS) -> list[str]:
+    """Distinct index tokens of ``text`` in first-occurrence order, at most ``limit``
+    (see the module docstring for the rules).  Deterministic; the same for documents
+    and queries."""
+    out: dict[str, None] = {}
+    text = _fold(text)
+    for m in _CODE_PAIR.finditer(text):
+        word = m.group(1).lower()
+        out.setdefault(f"{'http' if word == 'https' else word}_{m.group(2)}", None)
+    for m in _CHUNK.finditer(text):
+        chunk = m.group(0)
+        if chunk[0] >= "\u3040" and not chunk[0].isascii():
+            _cjk(chunk, out)
+        else:
+            _chunk(chunk, out)
+        if len(out) >= limit:
+            break
+    return list(out)[:limit]
+
+
+def query_tokens(text: str) -> list[str]:
+    """:func:`tokens` of a query, at most :data:`MAX_QUERY_TOKENS`."""
+    return tokens(text, limit=MAX_QUERY_TOKENS)

@@ -1,0 +1,60 @@
+"""Retrieval building blocks without a database: the code-aware tokeniser, reciprocal
+rank fusion, and the numpy MiniLM encoder against sentence-transformers' own vectors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contextledger.retrieval.fusion import fuse
+from contextledger.retrieval.model import RouteHit
+from contextledger.retrieval.text import query_tokens, tokens
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("getUserById failed with HTTP 404", ["http_404", "getuserbyid", "user", "id", "fail", "http", "404"]),
+        ("see src/app/auth_service.py", ["see", "src_app_auth_service_py", "auth_service_py", "src", "app", "auth", "servic", "py"]),
+        ("E501 and TS2345, ORA-00942", ["e501", "501", "ts2345", "ts", "2345", "ora_00942", "ora", "00942"]),
+        ("calendar_list_events os.path.join", ["calendar_list_events", "calendar", "list", "event", "os_path_join", "os", "path", "join"]),
+        ("exit code 137; status: 503", ["code_137", "status_503", "exit", "code", "137", "statu", "503"]),
+        ("本番環境のデータベースはポート5433で動いています", ["本番", "番環", "環境", "デー", "ータ", "タベ", "ベー", "ース", "ポー", "ート", "5433", "動"]),
+        ("ＡＢＣ café XMLHttpRequest", ["abc", "cafe", "xmlhttprequest", "xml", "http", "request"]),
+    ],
+)
+def test_tokens_are_code_aware(text: str, expected: list[str]) -> None:
+    assert tokens(text) == expected
+
+
+def test_query_tokens_are_bounded_and_documents_meet_queries() -> None:
+    assert len(query_tokens(" ".join(f"word{i}x" for i in range(100)))) == 32
+    doc = set(tokens("renewal of contract 4471 failed: TS2345 in billing/invoice.ts"))
+    assert {"renew", "ts2345", "invoice_ts", "4471"} <= doc
+    assert set(query_tokens("renewed contract, error TS2345, invoice.ts")) & doc == {"renew", "contract", "ts2345", "ts", "2345", "invoice_ts", "invoic"}
+
+
+def test_reciprocal_rank_fusion_k60() -> None:
+    def hits(*ids: str) -> list[RouteHit]:
+        return [RouteHit(record_kind="memory", record_id=i, score=1.0) for i in ids]
+
+    fused = fuse({"keyword": hits("a", "b", "c"), "semantic": hits("c", "d"), "graph": hits("c", "c")})
+    assert [(f[1], round(f[2], 6), f[3]) for f in fused] == [
+        ("c", round(1 / 63 + 1 / 61 + 1 / 61, 6), {"graph": 1, "keyword": 3, "semantic": 1}),
+        ("a", round(1 / 61, 6), {"keyword": 1}),
+        ("b", round(1 / 62, 6), {"keyword": 2}),
+        ("d", round(1 / 62, 6), {"semantic": 2}),
+    ]
+
+
+def test_numpy_minilm_matches_sentence_transformers() -> None:
+    np = pytest.importorskip("numpy")
+    from contextledger.retrieval.embed import MiniLMEncoder
+
+    ref = json.loads((Path(__file__).parent / "data" / "retrieval" / "minilm_reference.json").read_text())
+    got = MiniLMEncoder().encode(ref["texts"])
+    assert got.shape == (6, 384)
+    assert float(np.abs(got - np.array(ref["vectors"], dtype=np.float32)).max()) < 1e-5
+    assert np.allclose((got**2).sum(axis=1), 1.0, atol=1e-5)
