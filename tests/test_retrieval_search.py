@@ -150,4 +150,17 @@ def test_search_command_prints_routes_ranks_and_scores(world: World) -> None:
     assert data["routes_used"] == ["keyword", "artifact"] and data["rrf_k"] == 60
     assert data["hits"][0]["ranks"]["keyword"] == 1 and "E501" in data["hits"][0]["text"]
     bad = runner.invoke(app, ["--db", backend_url, "search", world.conv, "x", "--route", "vector"])
-    assert bad.exit_code == 1 and "unknown retrieval route(s) vector" in bad.output
+    assert bad.exit_code == 2 and "unknown retrieval route(s) vector" in bad.output  # InputError: a usage error
+
+
+def test_readme_retrieval_example_runs(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "contextledger.retrieval" in b)
+    ns: dict[str, object] = {"ledger": world.ledger, "conversation_id": world.conv}
+    exec(compile(block, "README.md", "exec"), ns)
+    result = ns["result"]
+    assert world.fact in {h.record_id for h in result.hits}  # type: ignore[attr-defined]
+    assert world.fact in capsys.readouterr().out
