@@ -23,6 +23,7 @@ from contextledger.retrieval.text import query_tokens, tokens
         ("exit code 137; status: 503", ["code_137", "status_503", "exit", "code", "137", "statu", "503"]),
         ("本番環境のデータベースはポート5433で動いています", ["本番", "番環", "環境", "デー", "ータ", "タベ", "ベー", "ース", "ポー", "ート", "5433", "動"]),
         ("ＡＢＣ café XMLHttpRequest", ["abc", "cafe", "xmlhttprequest", "xml", "http", "request"]),
+        ("x" * 5000 + " ok_then " + "ab1" * 40, ["ok_then", "ok", "ab", "1"]),
     ],
 )
 def test_tokens_are_code_aware(text: str, expected: list[str]) -> None:

@@ -74,7 +74,7 @@ def _word(part: str, out: dict[str, None]) -> None:
             out.setdefault(whole, None)
     for p in pieces:
         low = p.lower()
-        if low in STOPWORDS or low in _SHORT_STOP or (len(low) < 2 and not low.isdigit()):
+        if low in STOPWORDS or low in _SHORT_STOP or (len(low) < 2 and not low.isdigit()) or len(low) > MAX_TOKEN_LENGTH:
             continue
         out.setdefault(low if low.isdigit() else normalize_term(low), None)
 
