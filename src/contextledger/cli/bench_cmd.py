@@ -1,4 +1,4 @@
-"""``contextledger bench scenarios | real | scale | proxy``.
+"""``contextledger bench scenarios | recall | real | scale | proxy``.
 
 Each command runs one benchmark, writes ``bench-<kind>.json``, ``bench-<kind>.md`` and
 its PNG plot into ``--out`` (default ``./bench-results``) and prints the Markdown tables,
@@ -98,6 +98,35 @@ def scenarios(
 
         rows = run_scenarios(_ints(scales, "--scales"), case or None, [] if no_peers else None, providers=_names(providers))
     _finish(build_report("scenarios", rows), out, as_json)
+
+
+@app.command("recall")
+def recall(
+    scales: Annotated[str, typer.Option("--scales", help="History multipliers, comma separated.")] = "1,10",
+    budget: Annotated[int, typer.Option("--budget", min=1, help="Tokens of context the question is answered from.")] = 200,
+    case: Annotated[list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")] = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = _DEFAULT_OUT,
+) -> None:
+    """The recall suite: older facts asked for in other words (English and Japanese, with
+    distractors), recall at a fixed budget with no retrieval, keyword only, semantic only,
+    hybrid, and today's assembler (needs the retrieval extra)."""
+    import json
+
+    from contextledger.bench.recall import recall_markdown, run_recall
+    from contextledger.bench.report import machine_info, versions
+
+    with fail_cleanly(as_json):
+        report = run_recall(_ints(scales, "--scales"), budget=budget, cases=case or None)
+        report = {**report, "machine": machine_info(), "versions": versions()}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench-recall.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+        (out / "bench-recall.md").write_text(recall_markdown(report))
+    if as_json:
+        emit_json(report)
+    else:
+        console.print(recall_markdown(report), markup=False, soft_wrap=True)
+        console.print(f"written: {out / 'bench-recall.json'}, {out / 'bench-recall.md'}", markup=False)
 
 
 @app.command("real")

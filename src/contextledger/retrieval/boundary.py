@@ -26,7 +26,7 @@ from contextledger.assembly.families import (
 )
 from contextledger.policy.rules import Rule
 from contextledger.records.enums import PrivacyClass, Visibility
-from contextledger.records.models import Message, Participant, ToolMemory
+from contextledger.records.models import Message, Participant, ToolArtifact, ToolMemory
 from contextledger.retrieval.documents import message_text
 from contextledger.retrieval.fusion import Fused
 from contextledger.retrieval.model import Hit
@@ -35,7 +35,10 @@ if TYPE_CHECKING:
     from contextledger.policy.model import Policy
     from contextledger.retrieval.routes import RouteContext
 
-__all__ = ["Boundary"]
+__all__ = ["EXCERPT_CHARS", "Boundary"]
+
+EXCERPT_CHARS = 400
+"""Characters of a memory's raw result shown with its hit."""
 
 
 class Boundary:
@@ -88,19 +91,29 @@ class Boundary:
         """Refusal reason for a message, or ``None``."""
         return self._seen(m.visibility, m.participant_id, (), m.privacy_class, m.metadata.get("promoted_to", ()))
 
+    def excerpt(self, art: ToolArtifact | None) -> str:
+        """The head of an artifact's inline raw result, when it may be shown raw."""
+        if art is None or not art.inline_text or art.deleted_at is not None or self._seen(
+            art.visibility_scope, art.owner_participant_id, art.shared_with_participants, art.privacy_class
+        ) is not None:
+            return ""
+        return art.inline_text[:EXCERPT_CHARS]
+
     def admit(self, ctx: RouteContext, fused: list[Fused], limit: int) -> list[Hit]:
         """The best ``limit`` admitted hits of ``fused`` (refusals counted in
         :attr:`withheld`)."""
         mem_ids = [rid for kind, rid, *_ in fused if kind == "memory"]
         msg_ids = [rid for kind, rid, *_ in fused if kind == "message"]
         mems = {m.id: m for m in ctx.store.memories(ctx.scope, ctx.conversation_id, ids=mem_ids, conn=ctx.conn)} if mem_ids else {}
+        art_ids = sorted({m.source_artifact_ids[0] for m in mems.values() if m.source_artifact_ids})
+        arts = {a.id: a for a in ctx.store.artifacts(ctx.scope, ctx.conversation_id, ids=art_ids, conn=ctx.conn)} if art_ids else {}
         msgs = {m.id: m for m in ctx.reads.messages_by_id(ctx.segments, msg_ids)} if msg_ids else {}
         rules = {str(b.get("id")): b for b in ctx.reads.rule_bodies()} if any(f[0] == "rule" for f in fused) else {}
         out: list[Hit] = []
         for kind, rid, score, ranks, scores in fused:
             if len(out) >= limit:
                 break
-            text, stale = "", False
+            text, stale, excerpt = "", False, ""
             where: tuple[str | None, int | None] = (None, None)
             if kind == "memory":
                 m = mems.get(rid)
@@ -108,6 +121,7 @@ class Boundary:
                 if m is not None and reason is None:
                     reason, stale = self.memory(m)
                     text, where = m.summary, (m.branch_id, m.seq)
+                    excerpt = self.excerpt(arts.get(m.source_artifact_ids[0])) if m.source_artifact_ids else ""
             elif kind == "message":
                 msg = msgs.get(rid)
                 reason = "out_of_lineage" if msg is None else self.message(msg)
@@ -120,5 +134,5 @@ class Boundary:
             if reason is not None:
                 self.withheld[reason] += 1
                 continue
-            out.append(Hit(record_kind=kind, record_id=rid, fused_score=score, ranks=ranks, scores=scores, text=text, stale=stale, branch_id=where[0], seq=where[1]))
+            out.append(Hit(record_kind=kind, record_id=rid, fused_score=score, ranks=ranks, scores=scores, text=text, stale=stale, branch_id=where[0], seq=where[1], excerpt=excerpt))
         return out

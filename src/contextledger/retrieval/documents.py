@@ -7,9 +7,10 @@ semantic route embeds (seed 001 §4.5).
   (:data:`RAW_HEAD_CHARS`), so an error code or a value deep in a log is found by its
   own words.
 
-Only memories and user messages are embedded (:func:`semantic_text`): they carry the
-facts and the questions; tool-call arguments and raw output are left to the keyword
-route.  Every function is pure and deterministic.
+Only memories (with the head of their raw result) and user messages are embedded
+(:func:`semantic_text`): they carry the facts and the questions; assistant text and
+tool-call arguments are left to the keyword route.  Every function is pure and
+deterministic.
 """
 
 from __future__ import annotations
@@ -78,10 +79,13 @@ def keyword_text(record: Message | ToolMemory, artifact: ToolArtifact | None = N
     return "\n".join(p for p in parts if p)
 
 
-def semantic_text(record: Message | ToolMemory) -> str | None:
-    """The text embedded for the semantic route: a memory's summary, a user message's
-    text (``None``: not embedded)."""
+def semantic_text(record: Message | ToolMemory, artifact: ToolArtifact | None = None) -> str | None:
+    """The text embedded for the semantic route: a memory's summary followed by the
+    head of its inline raw result when at hand (an extractor's summary may name the
+    result's shape rather than its content), a user message's text (``None``: not
+    embedded)."""
     if isinstance(record, Message):
         text = message_text(record) if record.role is Role.USER else None
         return text[:SEMANTIC_CHARS] if text else None
-    return f"{record.source_tool}: {record.summary}"[:SEMANTIC_CHARS]
+    raw = f"\n{artifact.inline_text}" if artifact is not None and artifact.inline_text else ""
+    return f"{record.source_tool}: {record.summary}{raw}"[:SEMANTIC_CHARS]

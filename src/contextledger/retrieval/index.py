@@ -129,6 +129,7 @@ def index_records(
     arts = artifacts or {}
     rows: list[dict[str, Any]] = []
     by_id: dict[str, Message | ToolMemory] = {}
+    art_of: dict[str, ToolArtifact | None] = {}
     for rec in records:
         if rec.tenant_id != w.scope.tenant_id:
             raise ScopeError(f"record {rec.id} belongs to tenant {rec.tenant_id!r}, outside the writer's scope {w.scope.tenant_id!r}")
@@ -137,9 +138,10 @@ def index_records(
         if row is not None:
             rows.append(row)
             by_id[rec.id] = rec
+            art_of[rec.id] = art
     inserted = _insert_docs(w.conn, w.store.dialect, rows)
     if encoder is not None and inserted:
-        items = [(doc_id, by_id[rid], text) for rid, doc_id in inserted.items() if (text := semantic_text(by_id[rid])) is not None]
+        items = [(doc_id, by_id[rid], text) for rid, doc_id in inserted.items() if (text := semantic_text(by_id[rid], art_of[rid])) is not None]
         _insert_vectors(w.conn, encoder, items)
     return len(inserted)
 
@@ -199,7 +201,13 @@ def _backfill_vectors(store: SqlStore, scope: Scope, conversation_id: str, encod
     records: dict[str, Message | ToolMemory] = {m.id: m for m in store.messages(scope, conversation_id, ids=msg_ids)} if msg_ids else {}
     if mem_ids:
         records.update({m.id: m for m in store.memories(scope, conversation_id, ids=sorted(mem_ids))})
-    items = [(doc_id, records[rid], text) for doc_id, _, rid in docs if rid in records and (text := semantic_text(records[rid])) is not None]
+    art_ids = sorted({r.source_artifact_ids[0] for r in records.values() if isinstance(r, ToolMemory) and r.source_artifact_ids})
+    arts = {a.id: a for a in store.artifacts(scope, conversation_id, ids=art_ids)} if art_ids else {}
+
+    def art(r: Message | ToolMemory) -> ToolArtifact | None:
+        return arts.get(r.source_artifact_ids[0]) if isinstance(r, ToolMemory) and r.source_artifact_ids else None
+
+    items = [(doc_id, records[rid], text) for doc_id, _, rid in docs if rid in records and (text := semantic_text(records[rid], art(records[rid]))) is not None]
     total = 0
     for start in range(0, len(items), BACKFILL_BATCH):
         with store.writer(scope) as w:

@@ -55,6 +55,8 @@ class Hit:
         text: the record's model-facing text (memory summary, message text, rule).
         stale: a memory past its freshness window (shown marked, never as current).
         branch_id, seq: where the record lies in the conversation.
+        excerpt: for a memory, the head of its raw result (at most 400 characters) when
+            the result is stored inline and may be shown raw (privacy, retention).
     """
 
     record_kind: str
@@ -66,6 +68,7 @@ class Hit:
     stale: bool = False
     branch_id: str | None = None
     seq: int | None = None
+    excerpt: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (routes sorted by name)."""
@@ -80,6 +83,7 @@ class Hit:
             "branch_id": self.branch_id,
             "seq": self.seq,
             "text": self.text,
+            "excerpt": self.excerpt,
         }
 
 

@@ -2,7 +2,8 @@
 vector / hybrid search with a freshness filter).
 
 :func:`search` runs the first-stage routes (:mod:`contextledger.retrieval.routes`) in
-one read transaction, fuses their ranked lists by reciprocal rank (k = 60,
+one read transaction, fuses their ranked lists by weighted reciprocal rank (k = 60,
+:data:`ROUTE_WEIGHTS`,
 :mod:`~contextledger.retrieval.fusion`), runs the graph route from the best fused
 memories and fuses again, then admits hits through the boundary check
 (:mod:`~contextledger.retrieval.boundary`: lineage, visibility, ownership, promotion,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from contextledger.retrieval.embed import Encoder
     from contextledger.store.sql import SqlStore
 
-__all__ = ["ALL_ROUTES", "SEARCH_ROUTES", "search"]
+__all__ = ["ALL_ROUTES", "ROUTE_WEIGHTS", "SEARCH_ROUTES", "search"]
 
 ALL_ROUTES: tuple[str, ...] = ("recent", "rules", "keyword", "semantic", "artifact", "memory", "graph")
 """Every route, in the order they run (``graph`` runs last, from the others' hits)."""
@@ -46,6 +47,12 @@ SEARCH_ROUTES: tuple[str, ...] = ("rules", "keyword", "semantic", "artifact", "m
 """The default routes of :func:`search`: ``recent`` ranks by recency alone, which a
 search for something said long ago does not want (assembly keeps its own recent
 window)."""
+
+ROUTE_WEIGHTS: dict[str, float] = {"memory": 0.5, "graph": 0.5, "recent": 0.5}
+"""RRF weights (default 1): the memory route repeats the keyword route's lexical signal
+on fewer fields, the graph and recent routes rank by structure and time alone — at full
+weight, two lists agreeing on a record that shares one common word would outrank the
+one route that understood the question."""
 
 PER_ROUTE = 20
 """Most hits one route contributes to fusion (Elasticsearch's ``rank_window_size``)."""
@@ -146,13 +153,15 @@ def search(
             hits, report = _run(_FIRST[name], ctx, q, PER_ROUTE)
             lists[name] = hits
             result.routes.append(report)
-        fused = fuse(lists)
+        fused = fuse(lists, weights=ROUTE_WEIGHTS)
         if "graph" in routes:
             ctx.seeds = [(f[0], f[1]) for f in fused]
             hits, report = _run(_GRAPH, ctx, q, PER_ROUTE)
             lists["graph"] = hits
             result.routes.append(report)
-            fused = fuse(lists)
+            fused = fuse(lists, weights=ROUTE_WEIGHTS)
+        if q.vector_of:  # the query's own record (the current user message) is no answer
+            fused = [f for f in fused if f[1] != q.vector_of]
         boundary = Boundary(policy, now=now or datetime.now(UTC), viewer=viewer, provider=provider)
         result.hits = boundary.admit(ctx, fused, limit)
         result.withheld = dict(boundary.withheld)
