@@ -150,7 +150,7 @@ def _pack(texts: Sequence[str], budget: int) -> str:
     out: list[str] = []
     used = 0
     for t in texts:
-        n = tok.count(t)
+        n = tok.count(t) + 1  # and the newline before the next one
         if used + n > budget:
             continue
         out.append(t)
