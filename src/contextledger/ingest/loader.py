@@ -48,7 +48,6 @@ from contextledger.records.models import (
     Message,
     Participant,
     PolicyDecision,
-    ToolArtifact,
     ToolCall,
     ToolMemory,
 )
@@ -263,8 +262,6 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
         w.allocate_seq(conv_id, len(keys))
         calls: dict[str, ToolCall] = {}
         msg_ids: dict[str, str] = {}
-        searchable: list[Message | ToolMemory] = []  # indexed for retrieval in one batch
-        searchable_arts: dict[str, ToolArtifact] = {}
         action_calls: dict[str, ToolCall] = {}
         obs_n = 0
         first_non_system = next((i for i, m in enumerate(t.messages) if m.role not in (Role.SYSTEM, Role.DEVELOPER)), len(t.messages))
@@ -305,12 +302,10 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part]), "parent_message_id": msg.parent_message_id})
                 w.add_message(msg)
                 result.messages += 1
-                _, art, mem = rec.write_result(
+                _, _, mem = rec.write_result(
                     w, conv, call, (res.text or "").encode("utf-8"), blob_key=bkey, is_error=res.is_error, result_message=msg,
-                    artifact_id=art_id, visibility=visibility, observed_at=im.created_at, index=False,
+                    artifact_id=art_id, visibility=visibility, observed_at=im.created_at,
                 )
-                searchable.append(mem)
-                searchable_arts[art.id] = art
                 result.artifacts += 1
                 report_for = im.metadata.get("child_report_for")
                 child = parts_by_key.get(report_for) if isinstance(report_for, str) else None
@@ -336,17 +331,14 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 part = ToolResultPart(call_id=call.call_id, artifact_id=art_id, text=None if bkey else text)
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part])})
                 w.add_message(msg)
-                _, art, mem = rec.write_result(
+                rec.write_result(
                     w, conv, call, text.encode("utf-8"), blob_key=bkey, result_message=msg, artifact_id=art_id,
-                    visibility=visibility, observed_at=im.created_at, action_text=action or None, index=False,
+                    visibility=visibility, observed_at=im.created_at, action_text=action or None,
                 )
-                searchable.append(mem)
-                searchable_arts[art.id] = art
                 result.messages += 1
                 result.artifacts += 1
                 continue
-            w.add_message(msg)
-            searchable.append(msg)
+            index_records(w, [msg] if w.add_message(msg) else [])
             result.messages += 1
             if im.role is Role.USER and not is_child:
                 pin_constraints_in(w, msg)
@@ -364,7 +356,6 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                         result.pending_calls += 1  # the earlier action never got an observation
                     action_calls[im.participant_key] = action_call
                     result.tool_calls += 1
-        index_records(w, searchable, artifacts=searchable_arts)
         result.pending_calls += len(calls) + len(action_calls)
         result.branches = len(branches)
         result.participants = max(1, len(parts_by_key))

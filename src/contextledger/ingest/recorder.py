@@ -1,11 +1,10 @@
 """The Recorder: record what an agent loop produces, as it produces it.
 
-Each public method is one transaction.  A tool result is recorded as: raw bytes to the
-blob store when above the inline threshold (content addressed, before anything else),
-then — in one database transaction — the ToolArtifact row (sha256, byte size, cached
-token count), the result Message, the ToolCall status change and the derived
-ToolMemory.  Nothing is truncated or summarised before the raw artifact exists
-(seed 000 §4.2).
+Each public method is one transaction.  A tool result is recorded as: raw bytes to the blob store
+when above the inline threshold (content addressed, before anything else), then — in one database
+transaction — the ToolArtifact row (sha256, byte size, cached token count), the result Message, the
+ToolCall status change, the derived ToolMemory and its retrieval index entry.  Nothing is truncated
+or summarised before the raw artifact exists (seed 000 §4.2).
 
 Example::
 
@@ -354,8 +353,7 @@ class Recorder:
             metadata=dict(metadata or {}),
             created_at=created_at or _now(),
         )
-        if w.add_message(msg):
-            index_records(w, [msg])
+        index_records(w, [msg] if w.add_message(msg) else [])
         return msg
 
     def record_message(
@@ -644,15 +642,11 @@ class Recorder:
         status: ToolCallStatus | None = None,
         artifact_id: str | None = None,
         message_metadata: Mapping[str, Any] | None = None,
-        index: bool = True,
     ) -> tuple[Message, ToolArtifact, ToolMemory]:
-        """Within ``w``'s transaction: artifact row, result message (unless given),
-        call status, memory, and (``index``) the memory's retrieval index entry — a
-        caller writing many results indexes them itself in one batch.  ``blob_key`` must
-        already hold ``raw`` when not ``None``.
-
-        ``visibility`` defaults by ownership (:meth:`default_visibility`, run state): the
-        artifact, its result message and its memory share it."""
+        """Within ``w``'s transaction: artifact row, result message (unless given), call
+        status, memory and its retrieval index entry.  ``blob_key`` must already hold ``raw``
+        when not ``None``; ``visibility`` defaults by ownership (:meth:`default_visibility`,
+        run state): the artifact, its result message and its memory share it."""
         now = _now()
         text: str | None
         try:
@@ -721,8 +715,7 @@ class Recorder:
             mem = mem.model_copy(update={"visibility_scope": vis})
         w.add_memory(mem)
         link_on_write(self.store, w, self.scope, mem)
-        if index:
-            index_records(w, [mem], artifacts={art.id: art})
+        index_records(w, [mem], artifacts={art.id: art})
         return msg, art, mem
 
     def set_awaiting_approval(self, conversation_id: str, call_id: str) -> ToolCall:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from contextledger.retrieval.boundary import Boundary
-from contextledger.retrieval.fusion import RRF_K, fuse
+from contextledger.retrieval.fusion import RRF_K, Fused, fuse
 from contextledger.retrieval.model import RetrievalQuery, RetrievalResult, RouteHit, RouteReport
 from contextledger.retrieval.routes import Route, RouteContext, RouteUnavailable
 from contextledger.retrieval.routes.graph import GraphRoute
@@ -126,18 +126,12 @@ def search(
     if unknown or limit < 1:
         raise InputError(f"unknown retrieval route(s) {', '.join(unknown)} (known: {', '.join(ALL_ROUTES)})" if unknown else "limit must be at least 1")
     store = _store_of(ledger)
-    if policy is None:
-        policy = getattr(ledger, "policy", None)
-        if policy is None:
-            from contextledger.policy.loader import default_policy
-
-            policy = default_policy()
+    policy = policy or _policy_of(ledger)
     if encoder is _DEFAULT:
         from contextledger.retrieval.embed import get_encoder
 
         encoder = get_encoder()
     q = query if isinstance(query, RetrievalQuery) else RetrievalQuery(text=query, paths=tuple(named_paths(query)))
-    result = RetrievalResult(query=q.text, rrf_k=RRF_K)
     with store.reader() as conn:
         reads = LineageReads(store, conn, scope, conversation_id)
         conv = reads.conversation()
@@ -148,21 +142,38 @@ def search(
             if viewer is None:
                 raise NotFoundError("participant", participant_id)
         ctx = RouteContext(store=store, conn=conn, reads=reads, scope=scope, conversation_id=conversation_id, segments=segments, encoder=encoder)
-        lists: dict[str, list[RouteHit]] = {}
-        for name in (n for n in ALL_ROUTES if n in routes and n != "graph"):
-            hits, report = _run(_FIRST[name], ctx, q, PER_ROUTE)
-            lists[name] = hits
-            result.routes.append(report)
-        fused = fuse(lists, weights=ROUTE_WEIGHTS)
-        if "graph" in routes:
-            ctx.seeds = [(f[0], f[1]) for f in fused]
-            hits, report = _run(_GRAPH, ctx, q, PER_ROUTE)
-            lists["graph"] = hits
-            result.routes.append(report)
-            fused = fuse(lists, weights=ROUTE_WEIGHTS)
-        if q.vector_of:  # the query's own record (the current user message) is no answer
-            fused = [f for f in fused if f[1] != q.vector_of]
+        result, fused = _route_and_fuse(ctx, q, routes)
         boundary = Boundary(policy, now=now or datetime.now(UTC), viewer=viewer, provider=provider)
         result.hits = boundary.admit(ctx, fused, limit)
         result.withheld = dict(boundary.withheld)
     return result
+
+
+def _policy_of(ledger: Any) -> Policy:
+    policy = getattr(ledger, "policy", None)
+    if policy is None:
+        from contextledger.policy.loader import default_policy
+
+        policy = default_policy()
+    return policy
+
+
+def _route_and_fuse(ctx: RouteContext, q: RetrievalQuery, routes: Sequence[str]) -> tuple[RetrievalResult, list[Fused]]:
+    """Run the first-stage routes, fuse, run the graph route from the fused hits, fuse
+    again; the query's own record is dropped."""
+    result = RetrievalResult(query=q.text, rrf_k=RRF_K)
+    lists: dict[str, list[RouteHit]] = {}
+    for name in (n for n in ALL_ROUTES if n in routes and n != "graph"):
+        hits, report = _run(_FIRST[name], ctx, q, PER_ROUTE)
+        lists[name] = hits
+        result.routes.append(report)
+    fused = fuse(lists, weights=ROUTE_WEIGHTS)
+    if "graph" in routes:
+        ctx.seeds = [(f[0], f[1]) for f in fused]
+        hits, report = _run(_GRAPH, ctx, q, PER_ROUTE)
+        lists["graph"] = hits
+        result.routes.append(report)
+        fused = fuse(lists, weights=ROUTE_WEIGHTS)
+    if q.vector_of:  # the query's own record (the current user message) is no answer
+        fused = [f for f in fused if f[1] != q.vector_of]
+    return result, fused
