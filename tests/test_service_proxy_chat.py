@@ -112,6 +112,11 @@ def _check(upstream: ScriptedUpstream, ledger: Ledger, before: int, stream: bool
     assert [(c.call_id, c.status.value) for c in calls] == [(answers[0]["tool_calls"][0]["id"], "succeeded")]
     arts = ledger.store.artifacts(ledger.scope(), conv_id)
     assert len(arts) == 1 and ledger.rehydrate(arts[0].id) == result.encode()
+    # each answer is tied to the generation that produced it and the assembly it saw
+    runs = {r.id: r for r in ledger.store.model_runs(ledger.scope(), conv_id)}
+    answered = [m for m in recorded if m.role.value == "assistant"]
+    assert len(runs) == 2 and all(m.model_run_id in runs for m in answered)
+    assert all(runs[m.model_run_id].assembly_id == m.metadata["assembly_id"] and runs[m.model_run_id].model == "gpt-4o" for m in answered)
 
 
 def test_delta_requests_continue_a_named_conversation(stack: tuple[str, ScriptedUpstream, Ledger]) -> None:

@@ -9,7 +9,8 @@
    (``x-contextledger-budget``, else the default of the model, else the policy's);
 4. forward the client's body with its history replaced, with the client's own credential
    headers (never stored or logged); stream the answer back chunk by chunk as it arrives
-   and record the assistant turn once the stream ended as the provider ends one; add
+   and record the assistant turn (with its ModelRun: provider, model, assembly, usage) once
+   the stream ended as the provider ends one; add
    ``x-contextledger-assembly-id`` (and ``x-contextledger-conversation``);
 5. upstream errors pass unchanged; timeouts, unreachable upstreams and streams that break
    off or end before the provider's last event reach the client as errors in the
@@ -28,6 +29,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -36,6 +38,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from contextledger.errors import ContextLedgerError
+from contextledger.ids import new_id
+from contextledger.records.models import ModelRun
 from contextledger.server.deps import resolve_tenant
 from contextledger.server.proxy.chain import chain_keys
 from contextledger.server.proxy.dialect import Answer, Dialect, ledger_system_blocks
@@ -92,6 +96,7 @@ class _Prepared:
     body: dict[str, Any]
     assembly_id: str
     timings_ms: dict[str, float]
+    started_at: datetime
 
 
 def _budget(request: Request, settings: Any, model: str | None) -> int | None:
@@ -109,6 +114,7 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
     service = request.app.state.service
     ledger = service.ledger
     scope = Scope(tenant_id=tenant)
+    started_at = datetime.now(UTC)
     t0 = time.perf_counter()
     parsed = dialect.parse(body)
     budget = _budget(request, service.settings, parsed.model)
@@ -132,7 +138,7 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
     assembly_span(service.settings, result, dialect.gen_ai_provider, parsed.model)
     timings = {"parse": t1 - t0, "reconcile": t2 - t1, "assemble": t3 - t2, "prepare": time.perf_counter() - t0}
     return _Prepared(scope=scope, parsed=parsed, conversation_id=conv.id, root=root, base=base, keys=keys, body=upstream, assembly_id=result.record.id,
-                     timings_ms={k: round(v * 1000, 2) for k, v in timings.items()})
+                     timings_ms={k: round(v * 1000, 2) for k, v in timings.items()}, started_at=started_at)
 
 
 def _record_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: Answer) -> None:
@@ -152,7 +158,12 @@ def _write_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: A
     keys = [*prep.keys, *chain_keys(prep.keys[-1] if prep.keys else prep.root, answer.messages)]
     extra = {"assembly_id": prep.assembly_id, "provider": dialect.name, **({"usage": answer.usage} if answer.usage else {}),
              **({"response_id": answer.response_id} if answer.response_id else {}), **({"finish_reason": answer.finish_reason} if answer.finish_reason else {})}
-    record_chain(ledger, prep.scope, prep.conversation_id, messages, keys, extra_metadata=extra, base=prep.base)
+    run = ModelRun(
+        id=new_id("run"), tenant_id=prep.scope.tenant_id, conversation_id=prep.conversation_id, branch_id="", provider=dialect.name,
+        model=answer.model or prep.parsed.model, assembly_id=prep.assembly_id, status="completed", started_at=prep.started_at,
+        finished_at=datetime.now(UTC), usage=answer.usage,
+    )
+    record_chain(ledger, prep.scope, prep.conversation_id, messages, keys, extra_metadata=extra, base=prep.base, model_run=run)
 
 
 def _error(dialect: Dialect, status: int, message: str) -> JSONResponse:

@@ -33,7 +33,7 @@ from contextledger.ingest.recorder import Recorder, message_token_count
 from contextledger.ingest.transcript import ImportedMessage
 from contextledger.ledger import Ledger
 from contextledger.records.enums import AuthorityLevel, MessageKind, Role, ToolCallStatus
-from contextledger.records.models import Branch, Conversation, Message, ToolCall
+from contextledger.records.models import Branch, Conversation, Message, ModelRun, ToolCall
 from contextledger.records.parts import ImagePart, Part, TextPart, ToolResultPart
 from contextledger.server.proxy.chain import fingerprint
 from contextledger.store import schema as S
@@ -243,7 +243,7 @@ def _authority(m: ImportedMessage) -> AuthorityLevel:
     return AuthorityLevel.OLD_CONVERSATION
 
 
-def _write(w: Writer, rec: Recorder, conv: Conversation, branch_id: str, parent_id: str | None, m: ImportedMessage, key: str, blob_key: str | None, calls: dict[str, ToolCall], extra: dict[str, Any]) -> Message:
+def _write(w: Writer, rec: Recorder, conv: Conversation, branch_id: str, parent_id: str | None, m: ImportedMessage, key: str, blob_key: str | None, calls: dict[str, ToolCall], extra: dict[str, Any], run_id: str | None = None) -> Message:
     from contextledger.policy.pinning import pin_constraints_in
 
     scope = rec.scope
@@ -267,7 +267,7 @@ def _write(w: Writer, rec: Recorder, conv: Conversation, branch_id: str, parent_
     metadata = {**m.metadata, **extra, **({"model": m.model} if m.model else {})}
     msg = Message(
         id=new_id("msg"), tenant_id=scope.tenant_id, conversation_id=conv.id, branch_id=branch_id, seq=seq, parent_message_id=parent_id,
-        role=role, kind=kind, parts=tuple(parts), authority=_authority(m), speaker_label=m.speaker_label, content_key=key,
+        role=role, kind=kind, parts=tuple(parts), authority=_authority(m), speaker_label=m.speaker_label, content_key=key, model_run_id=run_id,
         token_count=message_token_count(parts), metadata=metadata, created_at=m.created_at or now,
     )
     w.add_message(msg)
@@ -298,12 +298,14 @@ def delta_base(ledger: Ledger, scope: Scope, conversation: Conversation) -> tupl
 def record_chain(
     ledger: Ledger, scope: Scope, conversation_id: str, messages: Sequence[ImportedMessage], keys: Sequence[str], *,
     tools: list[dict[str, Any]] | None = None, extra_metadata: dict[str, Any] | None = None, base: tuple[str, str, int] | None = None,
+    model_run: ModelRun | None = None,
 ) -> ChainPosition:
     """Record the messages of ``messages`` whose chain keys are not recorded yet (see the
     module docstring); ``tools`` replaces the conversation's declared tools when they
     differ; ``extra_metadata`` is added to the newly recorded messages.  ``base`` is the
     recorded message the chain continues (:func:`delta_base`); without it a chain starts
-    at the conversation's start.
+    at the conversation's start.  ``model_run`` (the generation that produced the new
+    messages) is recorded with them, on their branch, when anything new is recorded.
 
     Raises:
         NotFoundError: unknown conversation.
@@ -325,8 +327,12 @@ def record_chain(
         conv = store.get_conversation(scope, conversation_id, w.conn)
         branch_id, parent = (row[1], row[0]) if m == len(keys) and row is not None else _branch_for(w, scope, conv, row)
         calls: dict[str, ToolCall] = {}
+        run_id = None
+        if model_run is not None and m < len(keys):
+            w.add_model_run(model_run.model_copy(update={"branch_id": branch_id}))
+            run_id = model_run.id
         for msg, key in zip(messages[m:], keys[m:], strict=True):
-            parent = _write(w, rec, conv, branch_id, parent, msg, key, blob_keys.get(id(msg)), calls, extra_metadata or {}).id
+            parent = _write(w, rec, conv, branch_id, parent, msg, key, blob_keys.get(id(msg)), calls, extra_metadata or {}, run_id).id
         update: dict[str, Any] = {}
         if branch_id != conv.active_branch_id and m < len(keys):
             update["active_branch_id"] = branch_id
