@@ -59,3 +59,21 @@ def test_numpy_minilm_matches_sentence_transformers() -> None:
     assert got.shape == (6, 384)
     assert float(np.abs(got - np.array(ref["vectors"], dtype=np.float32)).max()) < 1e-5
     assert np.allclose((got**2).sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_request_query_joins_user_input_task_state_and_unresolved_calls() -> None:
+    from datetime import UTC, datetime
+
+    from contextledger.records.enums import Role
+    from contextledger.records.models import Message, ToolCall
+    from contextledger.records.parts import TextPart
+    from contextledger.retrieval.query import request_query
+
+    at = datetime(2025, 1, 1, tzinfo=UTC)
+    user = Message(id="msg_1", tenant_id="t", conversation_id="c", branch_id="b", seq=9, role=Role.USER, parts=(TextPart(text="fix the login in app/auth.py"),), created_at=at)
+    call = ToolCall(id="tc_1", tenant_id="t", conversation_id="c", branch_id="b", message_id="msg_0", seq=8, call_id="c1", tool_name="run_tests", arguments_json='{"path": "tests/test_auth.py"}', created_at=at)
+    q = request_query(user, task_state="goal: keep the public API", unresolved=[call])
+    assert (q.text, q.vector_of) == ("fix the login in app/auth.py", "msg_1")
+    assert q.context == 'goal: keep the public API\nrun_tests {"path": "tests/test_auth.py"}'
+    assert q.paths == ("app/auth.py", "tests/test_auth.py")
+    assert request_query(None, task_state="goal").vector_of is None

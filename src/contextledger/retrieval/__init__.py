@@ -21,6 +21,7 @@ from contextledger.retrieval.model import (
     RouteHit,
     RouteReport,
 )
+from contextledger.retrieval.query import request_query
 from contextledger.retrieval.router import ALL_ROUTES, SEARCH_ROUTES, search
 
-__all__ = ["ALL_ROUTES", "SEARCH_ROUTES", "Hit", "RetrievalQuery", "RetrievalResult", "RouteHit", "RouteReport", "search"]
+__all__ = ["ALL_ROUTES", "SEARCH_ROUTES", "Hit", "RetrievalQuery", "RetrievalResult", "RouteHit", "RouteReport", "request_query", "search"]
