@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CASES", "MODES", "RecallCase", "run_recall"]
+__all__ = ["CASES", "MODES", "RecallCase", "measure_cost", "recall_markdown", "run_recall"]
 
 MODES = ("none", "keyword", "semantic", "hybrid", "assembler")
 """Columns of the suite, in order."""
@@ -233,7 +233,8 @@ def run_recall(scales: Sequence[int] = (1, 10), *, budget: int = 200, cases: Seq
 
 
 def recall_markdown(report: dict[str, Any]) -> str:
-    """The summary table (recall per mode and history multiplier) and the per-case grid."""
+    """The summary table (recall per mode and history multiplier), the per-case grid and,
+    when measured, the cost table."""
     lines = [f"Recall at {report['budget']} tokens ({report['cases']} cases):", "", "| history | " + " | ".join(MODES) + " |", "|---|" + "---:|" * len(MODES)]
     for scale, by_mode in report["summary"].items():
         lines.append(f"| {scale}× | " + " | ".join(f"{by_mode[m]:.2f}" for m in MODES) + " |")
@@ -243,4 +244,55 @@ def recall_markdown(report: dict[str, Any]) -> str:
         grid.setdefault((r["case"], r["lang"], r["scale"]), {})[r["mode"]] = r["recalled"]
     for (case, lang, scale), by_mode in grid.items():
         lines.append(f"| {case} | {lang} | {scale}× | " + " | ".join("✓" if by_mode.get(m) else "·" for m in MODES) + " |")
+    cost = report.get("cost")
+    if cost:
+        lines += ["", f"Cost, one run ({cost['records']} tool exchanges recorded each way):", "",
+                  "| record/s, embeddings off | record/s, embeddings on | search p50 ms, no semantic | search p50 ms, with semantic |", "|---:|---:|---:|---:|",
+                  f"| {cost['record_per_s_embeddings_off']} | {cost['record_per_s_embeddings_auto']} | {cost['search_p50_ms_without_semantic']} | {cost['search_p50_ms_with_semantic']} |"]
     return "\n".join(lines) + "\n"
+
+
+def measure_cost(records: int = 200, *, runs: int = 12) -> dict[str, Any]:
+    """The price of the semantic route, measured in one run on the same history: recording
+    throughput (tool exchanges per second through the recorder) with embeddings off and on,
+    and the median search latency (ms, after 2 warm-up calls) without and with the semantic
+    route on the ledger recorded with embeddings."""
+    import os
+    import statistics
+
+    from contextledger.ledger import Ledger
+    from contextledger.retrieval import request_query, search
+
+    from contextledger.retrieval.embed import get_encoder
+    from contextledger.tokens import get_tokenizer
+
+    get_tokenizer().count("warm-up")  # loaded before either timing
+    out: dict[str, Any] = {"records": records}
+    for mode in ("off", "auto"):
+        os.environ["CONTEXTLEDGER_EMBEDDINGS"] = mode
+        if mode == "auto":
+            get_encoder(required=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            ledger = Ledger.open(f"sqlite:///{Path(tmp) / 'cost.db'}", blobs=Path(tmp) / "blobs")
+            try:
+                rec = ledger.recorder()
+                conv = rec.start_conversation(title="cost")
+                t0 = time.perf_counter()
+                for n in range(records):
+                    ftool, template = _FILLER[n % len(_FILLER)]
+                    _, calls = rec.record_assistant(conv.id, tool_calls=[{"call_id": f"x{n}", "tool_name": ftool, "arguments": {"n": n}}])
+                    rec.record_tool_result(conv.id, calls[0].call_id, template.format(n=n))
+                out[f"record_per_s_embeddings_{mode}"] = round(records / (time.perf_counter() - t0), 1)
+                if mode == "auto":
+                    msg = rec.record_message(conv.id, "user", "which page of items came back with 25 entries?")
+                    query = request_query(msg)
+                    for label, routes in (("search_p50_ms_without_semantic", _ROUTES["keyword"] + ("graph",)), ("search_p50_ms_with_semantic", _ROUTES["hybrid"])):
+                        times = []
+                        for _ in range(runs + 2):
+                            t1 = time.perf_counter()
+                            search(ledger, ledger.scope(), conv.id, query, routes=routes)
+                            times.append((time.perf_counter() - t1) * 1000)
+                        out[label] = round(statistics.median(times[2:]), 2)
+            finally:
+                ledger.close()
+    return out

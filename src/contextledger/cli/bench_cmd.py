@@ -105,6 +105,7 @@ def recall(
     scales: Annotated[str, typer.Option("--scales", help="History multipliers, comma separated.")] = "1,10",
     budget: Annotated[int, typer.Option("--budget", min=1, help="Tokens of context the question is answered from.")] = 200,
     case: Annotated[list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")] = None,
+    cost_records: Annotated[int, typer.Option("--cost-records", min=0, help="Exchanges recorded with and without embeddings for the cost table (0: skip).")] = 200,
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
@@ -113,12 +114,14 @@ def recall(
     hybrid, and today's assembler (needs the retrieval extra)."""
     import json
 
-    from contextledger.bench.recall import recall_markdown, run_recall
+    from contextledger.bench.recall import measure_cost, recall_markdown, run_recall
     from contextledger.bench.report import machine_info, versions
 
     with fail_cleanly(as_json):
         report = run_recall(_ints(scales, "--scales"), budget=budget, cases=case or None)
         report = {**report, "machine": machine_info(), "versions": versions()}
+        if cost_records:
+            report["cost"] = measure_cost(cost_records)
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench-recall.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
         (out / "bench-recall.md").write_text(recall_markdown(report))
