@@ -262,7 +262,6 @@ def measure_cost(records: int = 200, *, runs: int = 12) -> dict[str, Any]:
 
     from contextledger.ledger import Ledger
     from contextledger.retrieval import request_query, search
-
     from contextledger.retrieval.embed import get_encoder
     from contextledger.tokens import get_tokenizer
 
