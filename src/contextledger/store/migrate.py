@@ -4,44 +4,84 @@ Migrations are named, append-only files under ``store/migrations/versions``; the
 never rewritten.  ``upgrade(engine)`` brings a database to head and is safe to call from
 several processes at once (on PostgreSQL an advisory lock serialises it; on SQLite the
 database lock does).
+
+Opening a ledger that is already at head costs one ``SELECT`` of ``alembic_version``:
+the head revision is read from the migration files' ``revision`` / ``down_revision``
+lines (:func:`script_head`), and Alembic itself is imported only when a database needs
+upgrading.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-__all__ = ["MIGRATION_LOCK_KEY", "alembic_config", "current_revision", "head_revision", "upgrade"]
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+__all__ = ["MIGRATION_LOCK_KEY", "alembic_config", "current_revision", "head_revision", "script_head", "upgrade"]
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
 
 MIGRATION_LOCK_KEY = 7243001
 """PostgreSQL advisory lock key held (transaction-scoped) while migrating."""
 
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(None|\"([^\"]+)\"|'([^']+)')\s*$", re.MULTILINE)
+
 
 def alembic_config() -> Config:
     """An Alembic ``Config`` pointing at the bundled migration scripts."""
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     return cfg
 
 
 def head_revision() -> str:
-    """The newest migration revision id."""
+    """The newest migration revision id, as Alembic's script directory computes it."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
 
 
+@functools.cache
+def script_head() -> str | None:
+    """The head revision read from the migration files without importing Alembic: the
+    one revision no other file names as its ``down_revision`` (``None`` when the files
+    do not form one chain, so the caller falls back to Alembic)."""
+    revisions: set[str] = set()
+    downs: set[str] = set()
+    for path in (_MIGRATIONS / "versions").glob("*.py"):
+        found = {m.group(1): m.group(3) or m.group(4) for m in _REVISION_LINE.finditer(path.read_text(encoding="utf-8"))}
+        if found.get("revision") is None:
+            continue
+        revisions.add(found["revision"])
+        if found.get("down_revision"):
+            downs.add(found["down_revision"])
+    heads = revisions - downs
+    return heads.pop() if len(heads) == 1 else None
+
+
 def current_revision(engine: Engine) -> str | None:
     """The revision the database is at (``None`` for an empty database)."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        if not sa.inspect(conn).has_table("alembic_version"):
+            return None
+        rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).all()
+    if len(rows) != 1:
+        from alembic.runtime.migration import MigrationContext
+
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    return str(rows[0][0])
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
@@ -49,8 +89,12 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     transaction.  Safe to run from several processes at once: PostgreSQL serialises
     upgraders on the advisory lock :data:`MIGRATION_LOCK_KEY`, SQLite on its write lock;
     whoever comes second finds the database already at ``revision`` and does nothing."""
-    if revision == "head" and current_revision(engine) == head_revision():
-        return
+    if revision == "head":
+        head = script_head() or head_revision()
+        if current_revision(engine) == head:
+            return
+    from alembic import command
+
     cfg = alembic_config()
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":

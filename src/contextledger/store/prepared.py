@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
@@ -136,6 +135,8 @@ def in_values(column: sa.ColumnElement[Any], name: str, dialect: str) -> sa.Colu
     :func:`list_value`): ``IN (SELECT value FROM json_each(:name))`` on SQLite,
     ``= ANY(:name)`` (an array of the column's type) on PostgreSQL."""
     if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
         return column == sa.any_(sa.bindparam(name, type_=postgresql.ARRAY(column.type)))
     each = sa.func.json_each(sa.bindparam(name, type_=sa.String())).table_valued("value")
     return column.in_(sa.select(each.c.value))

@@ -12,14 +12,32 @@ index exists, with the query plans observed on both backends: ``docs/query-plans
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
+from typing import Any
 
-__all__ = ["FULLTEXT_OBJECTS", "TABLES", "metadata"]
+import sqlalchemy as sa
+
+__all__ = ["FULLTEXT_OBJECTS", "TABLES", "JsonBody", "metadata"]
 
 metadata = sa.MetaData()
 
-_JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+class JsonBody(sa.types.TypeDecorator[Any]):
+    """JSON on SQLite, ``jsonb`` on PostgreSQL.  The PostgreSQL type is loaded only when
+    a PostgreSQL connection compiles a statement, so opening an SQLite ledger never
+    imports SQLAlchemy's PostgreSQL dialect."""
+
+    impl = sa.JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: sa.Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(sa.JSON())
+
+
+_JSON = JsonBody()
 
 
 def _id() -> sa.Column[str]:
