@@ -42,6 +42,11 @@ def test_two_workers_record_each_message_once(workers: tuple[list[str], list[Led
         {"role": "tool", "tool_call_id": "call_b1", "content": BIG},
     ]
     body = {"model": "gpt-4o", "messages": history}
+    # one request per app first: the two apps share this process (unlike real workers),
+    # and FastAPI builds its routes lazily on the first request it matches
+    for url in urls:
+        assert httpx.get(f"{url}/api/conversations", timeout=60).status_code == 200
+        assert httpx.get(f"{url}/v1/models", timeout=60).status_code == 200
     barrier = threading.Barrier(8)
     statuses: list[int] = []
 
