@@ -10,7 +10,6 @@ from contextledger.ledger import Ledger
 from contextledger.memory.links import lost_payload_note, repair_provenance
 from contextledger.records.enums import ResolutionState
 from contextledger.records.models import ToolArtifact, ToolMemory
-from contextledger.store.blobs import LocalBlobStore
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ROWS = "lead_id,company\n" + "\n".join(f"L-{5000 + i},Company {i}" for i in range(900))
@@ -29,7 +28,7 @@ def _record_export(led: Ledger) -> tuple[str, ToolArtifact, ToolMemory]:
 def test_lost_payload_memory_cites_its_producing_call(ledger: Ledger) -> None:
     conv_id, art, mem = _record_export(ledger)
     blobs = ledger.store.blobs
-    assert art.blob_key is not None and isinstance(blobs, LocalBlobStore)
+    assert art.blob_key is not None and blobs.exists(art.blob_key)
     blobs.delete(art.blob_key)  # the stored raw payload is lost
     assert ledger.verify_provenance(conv_id) == {"ok": [], "repaired": [], "unverifiable": [mem.id]}
     after = ledger.store.get_memory(ledger.scope(), mem.id)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from contextledger.policy.rules import Rule
     from contextledger.records.enums import Visibility
     from contextledger.records.models import PolicyDecision
+    from contextledger.security.crypto import KeyProvider, Keyring
 
 __all__ = ["DEFAULT_TENANT", "Ledger"]
 
@@ -59,12 +60,23 @@ class Ledger:
         return self.runtime.store
 
     @classmethod
-    def open(cls, db: str | None = None, *, home: str | Path | None = None, blobs: str | Path | None = None, policy: Policy | None = None) -> Ledger:
+    def open(
+        cls,
+        db: str | None = None,
+        *,
+        home: str | Path | None = None,
+        blobs: str | Path | None = None,
+        policy: Policy | None = None,
+        keys: KeyProvider | Keyring | None = None,
+    ) -> Ledger:
         """Open (creating and migrating if needed) the ledger at ``db`` / ``home``.
 
         See :func:`contextledger.config.resolve_config` for how locations resolve.  A
         PostgreSQL ledger keeps its blobs in the database (shared by every process and
-        host) unless ``blobs`` or ``CONTEXTLEDGER_BLOBS`` names a folder.
+        host) unless ``blobs`` or ``CONTEXTLEDGER_BLOBS`` names a folder.  Restricted
+        payloads are sealed with ``keys`` (a :class:`~contextledger.security.crypto.Keyring`
+        or a provider returning one), else ``CONTEXTLEDGER_KEYS``, else the key file
+        ``keys`` next to the blob folder (``CONTEXTLEDGER_KEY_FILE``), created on first use.
 
         Raises:
             BackendError: the database cannot be opened, or its folder or blob folder
@@ -91,6 +103,13 @@ class Ledger:
             # shared by every worker and host; blobs an earlier version wrote to the local
             # folder stay readable
             store.blobs = SqlBlobStore(store.engine, fallback=LocalBlobStore(cfg.blob_root))
+        from contextledger.security.crypto import Keyring, SealingBlobStore, key_file_provider
+
+        if isinstance(keys, Keyring):
+            ring = keys
+            keys = lambda: ring  # noqa: E731
+        key_file = Path(os.environ.get("CONTEXTLEDGER_KEY_FILE") or cfg.blob_root.parent / "keys")
+        store.blobs = SealingBlobStore(store.blobs, keys or key_file_provider(key_file))
         return cls(store, policy=policy, config=cfg)
 
     def close(self) -> None:
@@ -205,13 +224,19 @@ class Ledger:
 
         return resume_state(self.runtime, scope or self.scope(), conversation_id, branch_id=branch_id, participant_id=participant_id)
 
-    def rehydrate(self, artifact_id: str, *, scope: Scope | None = None) -> bytes:
-        """The exact raw bytes of an artifact, verified against its sha256.
+    def rehydrate(self, artifact_id: str, *, scope: Scope | None = None, reveal: bool = False, actor: str = "api", reason: str = "explicit request") -> bytes:
+        """The exact raw bytes of an artifact, verified against its sha256.  A
+        ``secret_like`` artifact's bytes are returned only with ``reveal=True``, and that
+        request is recorded as a PolicyDecision (``actor``, ``reason``).  See
+        :func:`contextledger.security.reveal.rehydrate_artifact`.
 
         Raises:
-            NotFoundError / IntegrityError.
+            NotFoundError / IntegrityError; PolicyError: a secret-like artifact without
+            ``reveal``.
         """
-        return self.store.read_artifact_bytes(scope or self.scope(), artifact_id)
+        from contextledger.security.reveal import rehydrate_artifact
+
+        return rehydrate_artifact(self, scope or self.scope(), artifact_id, reveal=reveal, actor=actor, reason=reason)
 
     def explain(self, assembly_id: str, *, record_id: str | None = None, scope: Scope | None = None) -> dict[str, Any]:
         """Why each record was included, shaped or omitted in an assembly."""

@@ -83,8 +83,13 @@ class Runtime:
     def put_blob_if_large(self, raw: bytes) -> str | None:
         """Store ``raw`` in the blob store when it exceeds the store's inline threshold
         (bytes) or is not UTF-8 text without NUL (binary payloads are never inlined, and no
-        database can hold a NUL in text) and return its key; else ``None`` (the payload
-        stays inline in the artifact row)."""
+        database can hold a NUL in text), or as a restricted payload when it holds a
+        secret (:meth:`put_restricted_blob`), and return its key; else ``None`` (the
+        payload stays inline in the artifact row)."""
+        from contextledger.security.screen import screen_result
+
+        if screen_result(raw) is not None:
+            return self.put_restricted_blob(raw)
         if len(raw) > self.store.inline_threshold_bytes or b"\x00" in raw:
             return self.store.blobs.put(raw)
         try:
@@ -92,6 +97,21 @@ class Runtime:
         except UnicodeDecodeError:
             return self.store.blobs.put(raw)
         return None
+
+    def put_restricted_blob(self, raw: bytes) -> str:
+        """Store a restricted payload (a secret-like result, the original of a redacted
+        message) and return its key.  Restricted payloads never live inline in a row and
+        are sealed (AES-GCM, :mod:`contextledger.security.crypto`) when the store seals
+        (a ledger opened with ``Ledger.open``).
+
+        Raises:
+            MissingKeyError: no encryption key can be found or created.
+        """
+        from contextledger.security.crypto import SealingBlobStore
+
+        if isinstance(self.store.blobs, SealingBlobStore):
+            return self.store.blobs.put_sealed(raw)
+        return self.store.blobs.put(raw)
 
     def close(self) -> None:
         """Release database connections."""

@@ -161,6 +161,27 @@ def real(
         console.print(memory_layer_markdown(layer), markup=False, soft_wrap=True)
 
 
+@app.command("secrets")
+def secrets(
+    data: Annotated[Path | None, typer.Option("--data", help="Folder with manifest.json (default: ../shared/data/real or $CONTEXTLEDGER_REAL_DATA).")] = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = _DEFAULT_OUT,
+) -> None:
+    """The secret classifier on every real transcript: flagged texts by kind (redacted, for
+    review) and its cost per MB next to the o200k token count of the same texts."""
+    root = data or Path(os.environ.get("CONTEXTLEDGER_REAL_DATA", "../shared/data/real"))
+    with fail_cleanly(as_json):
+        from contextledger.bench.secrets import run_secrets
+
+        report = run_secrets(root)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench-secrets.md").write_text("# Secret classifier on real transcripts\n\n" + report.markdown() + "\n", encoding="utf-8")
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        console.print(report.markdown(), markup=False, soft_wrap=True)
+
+
 @app.command("scale")
 def scale(
     sizes: Annotated[str, typer.Option("--sizes", help="Artifact counts, comma separated.")] = "100,1000,10000,100000",

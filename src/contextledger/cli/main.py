@@ -203,15 +203,27 @@ def explain_cmd(
 
 @app.command("rehydrate")
 def rehydrate_cmd(
-    artifact: Annotated[str, typer.Argument(help="Artifact id.")],
+    record: Annotated[str, typer.Argument(help="Artifact id (or message id: the message as recorded, before redaction).")],
     out: Annotated[Path | None, typer.Option("--out", help="Write the bytes to a file instead of stdout.")] = None,
+    reveal_secrets: Annotated[bool, typer.Option("--reveal-secrets", help="Show a secret-like payload (recorded as a PolicyDecision).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the exact raw bytes of an artifact, verified against its sha256."""
+    """Print the exact raw bytes of an artifact, verified against its sha256.  A
+    secret-like payload needs --reveal-secrets; each use is recorded."""
+    import json
+
     with fail_cleanly(as_json):
         ledger = state.ledger()
-        data = ledger.rehydrate(artifact, scope=_scope())
-        art = ledger.store.get_artifact(_scope(), artifact)
+        if record.startswith("msg_"):
+            conv = _message_conversation(record)
+            from contextledger.security.reveal import original_message_parts
+
+            parts = original_message_parts(ledger, _scope(), conv, record, reveal=reveal_secrets, actor="cli")
+            data = json.dumps(parts, ensure_ascii=False, indent=2).encode("utf-8", "surrogatepass") + b"\n"
+            art = None
+        else:
+            data = ledger.rehydrate(record, scope=_scope(), reveal=reveal_secrets, actor="cli")
+            art = ledger.store.get_artifact(_scope(), record)
     if out is not None:
         try:
             out.write_bytes(data)
@@ -219,10 +231,32 @@ def rehydrate_cmd(
             with fail_cleanly(as_json):
                 raise InputError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
     if as_json:
-        emit_json({"artifact_id": art.id, "sha256": art.sha256, "size_bytes": art.size_bytes, "verified": True, "content_type": art.content_type,
-                   "text": data.decode("utf-8") if out is None and art.content_type.startswith(("text/", "application/json")) else None})
+        if art is None:
+            emit_json({"message_id": record, "parts": json.loads(data)})
+        else:
+            emit_json({"artifact_id": art.id, "sha256": art.sha256, "size_bytes": art.size_bytes, "verified": True, "content_type": art.content_type,
+                       "privacy_class": art.privacy_class.value,
+                       "text": data.decode("utf-8") if out is None and art.content_type.startswith(("text/", "application/json")) else None})
     elif out is None:
         sys.stdout.buffer.write(data)
+
+
+def _message_conversation(message_id: str) -> str:
+    """The conversation of a message id in the CLI's tenant.
+
+    Raises:
+        NotFoundError: no such message.
+    """
+    import sqlalchemy as sa
+
+    from contextledger.errors import NotFoundError
+    from contextledger.store.schema import messages
+
+    with state.ledger().store.reader() as conn:
+        row = conn.execute(sa.select(messages.c.conversation_id).where(messages.c.id == message_id, messages.c.tenant_id == state.tenant)).first()
+    if row is None:
+        raise NotFoundError("message", message_id)
+    return str(row[0])
 
 
 # -- demo -----------------------------------------------------------------------------------
@@ -284,12 +318,20 @@ def demo_cmd(
 
 
 def _register_groups() -> None:
-    from contextledger.cli import bench_cmd, compact_cmd, policy_cmd, search_cmd, serve_cmd
+    from contextledger.cli import (
+        bench_cmd,
+        compact_cmd,
+        encryption_cmd,
+        policy_cmd,
+        search_cmd,
+        serve_cmd,
+    )
 
     search_cmd.register(app)
     app.add_typer(policy_cmd.app, name="policy")
     app.add_typer(compact_cmd.app, name="compact")
     app.add_typer(bench_cmd.app, name="bench")
+    app.add_typer(encryption_cmd.app, name="encryption")
     serve_cmd.register(app)
 
 

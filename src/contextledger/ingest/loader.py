@@ -53,6 +53,8 @@ from contextledger.records.models import (
 )
 from contextledger.records.parts import ImagePart, Part, TextPart, ToolResultPart
 from contextledger.retrieval.index import index_records
+from contextledger.security.screen import SECRETS_KEY, screen_message
+from contextledger.security.secrets import screen_text
 from contextledger.store.base import Scope
 from contextledger.store.blobs import sha256_key
 
@@ -300,12 +302,13 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 art_id = new_id("art")
                 part = res.model_copy(update={"artifact_id": art_id, "text": None if bkey else res.text})
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part]), "parent_message_id": msg.parent_message_id})
-                w.add_message(msg)
-                result.messages += 1
-                _, _, mem = rec.write_result(
+                # the result first: a secret-like result leaves its message without a copy
+                msg, _, mem = rec.write_result(
                     w, conv, call, (res.text or "").encode("utf-8"), blob_key=bkey, is_error=res.is_error, result_message=msg,
                     artifact_id=art_id, visibility=visibility, observed_at=im.created_at,
                 )
+                w.add_message(msg)
+                result.messages += 1
                 result.artifacts += 1
                 report_for = im.metadata.get("child_report_for")
                 child = parts_by_key.get(report_for) if isinstance(report_for, str) else None
@@ -330,14 +333,17 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 art_id = new_id("art")
                 part = ToolResultPart(call_id=call.call_id, artifact_id=art_id, text=None if bkey else text)
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part])})
-                w.add_message(msg)
-                rec.write_result(
+                msg, _, _ = rec.write_result(
                     w, conv, call, text.encode("utf-8"), blob_key=bkey, result_message=msg, artifact_id=art_id,
                     visibility=visibility, observed_at=im.created_at, action_text=action or None,
                 )
+                w.add_message(msg)
                 result.messages += 1
                 result.artifacts += 1
                 continue
+            parts_, privacy, meta = screen_message(msg.parts, msg.privacy_class, msg.metadata, rt.put_restricted_blob)
+            if SECRETS_KEY in meta:
+                msg = msg.model_copy(update={"parts": parts_, "privacy_class": privacy, "metadata": meta, "token_count": message_token_count(parts_)})
             index_records(w, [msg] if w.add_message(msg) else [])
             result.messages += 1
             if im.role is Role.USER and not is_child:
@@ -408,7 +414,7 @@ def _replace_unstorable(t: ImportedTranscript) -> None:
         for kind, count in (("surrogates", ns), ("nul", nn)):
             if count:
                 touched[kind].append(m.source_ref or m.key)
-    t.title = storable_text(t.title)[0]
+    t.title = screen_text(storable_text(t.title)[0]).text
     for kind, what in (("surrogates", "lone UTF-16 surrogates (not storable as UTF-8)"), ("nul", "NUL characters (not storable as PostgreSQL text)")):
         refs = touched[kind]
         if refs:

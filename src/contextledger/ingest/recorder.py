@@ -55,6 +55,15 @@ from contextledger.records.models import (
 )
 from contextledger.records.parts import Part, TextPart, ToolCallPart, ToolResultPart
 from contextledger.retrieval.index import index_records
+from contextledger.security.screen import (
+    MAX_REDACTED_BYTES,
+    REDACTED_TEXT_KEY,
+    SECRETS_KEY,
+    raise_privacy,
+    screen_message,
+    screen_result,
+)
+from contextledger.security.secrets import screen_text
 from contextledger.store.base import Scope
 from contextledger.store.blobs import sha256_key
 from contextledger.store.sql import Writer
@@ -202,7 +211,7 @@ class Recorder:
             id=conv_id,
             tenant_id=self.scope.tenant_id,
             user_id=user_id or self.scope.user_id,
-            title=title,
+            title=screen_text(title).text,
             root_branch_id=branch.id,
             active_branch_id=branch.id,
             metadata=dict(metadata or {}),
@@ -330,6 +339,7 @@ class Recorder:
             seq = w.allocate_seq(conv.id)
         if authority is None:
             authority = {Role.SYSTEM: AuthorityLevel.SYSTEM, Role.DEVELOPER: AuthorityLevel.SYSTEM, Role.USER: AuthorityLevel.USER}.get(role, AuthorityLevel.OLD_CONVERSATION)
+        parts, privacy_class, metadata = screen_message(parts, privacy_class, metadata, self.runtime.put_restricted_blob)
         msg = Message(
             id=new_id("msg"),
             tenant_id=self.scope.tenant_id,
@@ -656,6 +666,15 @@ class Recorder:
             text = None
             ctype = content_type or "application/octet-stream"
         inline = text if blob_key is None else None
+        # secret classification (seed 000 §8 R3): a secret-like payload is restricted
+        # (never inline), its memory is derived from the redacted text, its message
+        # carries no copy
+        screening = screen_result(raw)
+        memory_text = text
+        if screening is not None:
+            blob_key, inline, memory_text = blob_key or self.runtime.put_restricted_blob(raw), None, screening.text
+            if result_message is not None:
+                result_message = result_message.model_copy(update={"parts": tuple(p.model_copy(update={"text": None}) if isinstance(p, ToolResultPart) else p for p in result_message.parts)})
         new_status = status or (ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED)
         seq = result_message.seq if result_message is not None else w.allocate_seq(conv.id)
         child = self.is_child(conv.id, call.participant_id)
@@ -702,21 +721,28 @@ class Recorder:
         else:
             msg = result_message
         art = art.model_copy(update={"message_id": msg.id})
-        if not w.add_artifact(art):
+        stored = art
+        if screening is not None:
+            stored = art.model_copy(update={"privacy_class": raise_privacy(privacy_class), "provider_metadata": {**art.provider_metadata, SECRETS_KEY: screening.summary()}})
+        if not w.add_artifact(stored):
             raise _AlreadyRecorded(call.call_id)
         w.update_tool_call(call.model_copy(update={"status": new_status, "result_message_id": msg.id, "resolved_at": now}))
         from contextledger.memory.derive import derive_memory
         from contextledger.memory.linking import link_on_write
 
-        mem = derive_memory(art, text if text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text)
+        # the memory of a secret-like result is derived from the redacted text: it holds
+        # no secret and keeps the declared class (the artifact alone is secret_like)
+        mem = derive_memory(art, memory_text if memory_text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text)
+        if screening is not None and len(screening.text) <= MAX_REDACTED_BYTES:
+            mem = mem.model_copy(update={"payload": {**mem.payload, REDACTED_TEXT_KEY: screening.text}})
         if child:
             mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": vis, "runtime_kind": RuntimeKind.SUBAGENT_CHILD})
         elif mem.visibility_scope is not vis:
             mem = mem.model_copy(update={"visibility_scope": vis})
         w.add_memory(mem)
         link_on_write(self.store, w, self.scope, mem)
-        index_records(w, [mem], artifacts={art.id: art})
-        return msg, art, mem
+        index_records(w, [mem], artifacts={stored.id: stored})
+        return msg, stored, mem
 
     def set_awaiting_approval(self, conversation_id: str, call_id: str) -> ToolCall:
         """Mark a pending call as awaiting human approval (still unresolved)."""

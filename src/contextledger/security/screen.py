@@ -1,0 +1,146 @@
+"""The record-time hooks of secret classification (:mod:`contextledger.security.secrets`).
+
+Two calls, made where text enters the ledger:
+
+* :func:`screen_message` — before a Message is written (recorder and importers): text,
+  reasoning and tool-call arguments are redacted; when anything was found the message is
+  ``secret_like`` and its exact original parts are kept as a restricted payload (blob
+  store, encrypted at rest when a key is configured), named in ``metadata["secrets"]``.
+* :func:`screen_result` — before a tool result is written: the classification of the raw
+  text, from which the artifact's privacy class, the inline/blob decision and the memory's
+  redacted source text follow (see ``Recorder.write_result``).
+
+Nothing here talks to a provider; a ``secret_like`` record reaches one only as its
+redacted form (seed 000 §8 R3, R12).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from contextledger.records.enums import PrivacyClass
+from contextledger.records.parts import Part, TextPart, ThinkingPart, ToolCallPart
+from contextledger.security.secrets import Screening, redact_json_text, screen_text
+
+__all__ = [
+    "MAX_REDACTED_BYTES",
+    "RAW_PARTS_CONTENT_TYPE",
+    "REDACTED_TEXT_KEY",
+    "SECRETS_KEY",
+    "RawStore",
+    "raise_privacy",
+    "redacted_form",
+    "screen_message",
+    "screen_result",
+]
+
+REDACTED_TEXT_KEY = "redacted_text"
+"""ToolMemory payload key: a secret-like result's text with every secret replaced by its
+marker (kept up to :data:`MAX_REDACTED_BYTES`)."""
+
+MAX_REDACTED_BYTES = 65536
+"""Largest redacted result text kept in a memory (a larger one is summarised only)."""
+
+SECRETS_KEY = "secrets"
+"""Message metadata key: ``{"found": [{"type", "fingerprint"}], "raw_blob_key": …}``."""
+
+RAW_PARTS_CONTENT_TYPE = "application/vnd.contextledger.parts+json"
+"""What the blob named by ``metadata["secrets"]["raw_blob_key"]`` holds: the message's
+original parts as JSON (``[part.model_dump(mode="json"), …]``)."""
+
+_STRICTER = frozenset({PrivacyClass.SECRET_LIKE, PrivacyClass.GOOGLE_USER_DATA, PrivacyClass.OAUTH_DERIVED})
+
+
+RawStore = Callable[[bytes], str]
+"""Where the exact original of a redacted record goes (the ledger's restricted blob
+store); returns the key to find it again."""
+
+
+def raise_privacy(declared: PrivacyClass) -> PrivacyClass:
+    """The class of a record in which a secret was found: ``secret_like``, unless the
+    caller declared a class that is already never sent raw (kept as declared)."""
+    return declared if declared in _STRICTER else PrivacyClass.SECRET_LIKE
+
+
+def _screen_part(part: Part) -> tuple[Part, Screening | None]:
+    if isinstance(part, TextPart | ThinkingPart):
+        s = screen_text(part.text)
+        return (part.model_copy(update={"text": s.text}), s) if s.secret else (part, None)
+    if isinstance(part, ToolCallPart):
+        s = redact_json_text(part.arguments_json)
+        return (part.model_copy(update={"arguments_json": s.text}), s) if s.secret else (part, None)
+    return part, None
+
+
+def screen_message(
+    parts: Sequence[Part],
+    privacy_class: PrivacyClass,
+    metadata: Mapping[str, Any] | None,
+    keep_raw: RawStore,
+) -> tuple[tuple[Part, ...], PrivacyClass, dict[str, Any]]:
+    """Redact the secrets in a message's parts (tool results excepted: they are screened
+    with their artifact).  Returns the parts to store, the privacy class and the metadata;
+    unchanged when nothing was found.  When something was, ``keep_raw`` receives the
+    original parts (JSON) and the metadata names them under :data:`SECRETS_KEY`."""
+    out: list[Part] = []
+    found: list[Screening] = []
+    for p in parts:
+        q, s = _screen_part(p)
+        out.append(q)
+        if s is not None:
+            found.append(s)
+    meta = dict(metadata or {})
+    if not found:
+        return tuple(parts), privacy_class, meta
+    raw = json.dumps([p.model_dump(mode="json") for p in parts], ensure_ascii=False, sort_keys=True).encode("utf-8", "surrogatepass")
+    summary: dict[tuple[str, str], None] = {}
+    for s in found:
+        for item in s.summary():
+            summary.setdefault((item["type"], item["fingerprint"]), None)
+    meta[SECRETS_KEY] = {"found": [{"type": t, "fingerprint": f} for t, f in summary], "raw_blob_key": keep_raw(raw), "raw_content_type": RAW_PARTS_CONTENT_TYPE}
+    return tuple(out), raise_privacy(privacy_class), meta
+
+
+_MEMO: OrderedDict[str, Screening | None] = OrderedDict()
+_MEMO_SIZE = 64
+_MEMO_LOCK = threading.Lock()
+
+
+def screen_result(raw: bytes) -> Screening | None:
+    """The classification of a tool result's raw bytes: ``None`` for a binary payload or
+    when nothing was found.  Memoised by the payload's SHA-256 (the blob decision and the
+    artifact row of one result ask for the same bytes; a result is scanned once)."""
+    digest = hashlib.sha256(raw).hexdigest()
+    with _MEMO_LOCK:
+        if digest in _MEMO:
+            _MEMO.move_to_end(digest)
+            return _MEMO[digest]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        found = None
+    else:
+        s = screen_text(text)
+        found = s if s.secret else None
+    with _MEMO_LOCK:
+        _MEMO[digest] = found
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return found
+
+
+def redacted_form(artifact: Any, memory: Any, max_bytes: int) -> str | None:
+    """The redacted text that may stand for a ``secret_like`` artifact's raw payload in a
+    request (its memory's :data:`REDACTED_TEXT_KEY`), when it exists and fits
+    ``max_bytes``; otherwise ``None``."""
+    if memory is None or artifact.privacy_class is not PrivacyClass.SECRET_LIKE:
+        return None
+    text = memory.payload.get(REDACTED_TEXT_KEY)
+    if not isinstance(text, str) or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        return None
+    return text
