@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from contextledger.errors import NotFoundError
+from contextledger.errors import ContextLedgerError, NotFoundError
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
@@ -64,9 +64,32 @@ def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, reco
         out["record_id"] = record_id
         out["selected_in_payload"] = record_id in record.selected_refs
         out["decisions"] = by_record.get(record_id, [])
+        retained = retention_note(store, scope, record_id)
+        if retained is not None:
+            out["retention"] = retained
     else:
         out["records"] = dict(sorted(by_record.items()))
     return out
+
+
+def retention_note(store: SqlStore, scope: Scope, record_id: str) -> str | None:
+    """``"deleted by retention on <date>"`` (or archived / redacted / hashed) for a record
+    whose payload retention changed — an artifact, or a memory whose artifact it was."""
+    from contextledger.records.enums import PolicyFamily
+
+    decisions = [d for d in store.decisions(scope, record_id=record_id) if d.family is PolicyFamily.RETENTION]
+    if not decisions and record_id.startswith("mem_"):
+        try:
+            mem = store.get_memory(scope, record_id)
+        except ContextLedgerError:
+            return None
+        decisions = [d for a in mem.source_artifact_ids for d in store.decisions(scope, record_id=a) if d.family is PolicyFamily.RETENTION]
+    decisions = [d for d in decisions if d.decision.endswith("_payload")]
+    if not decisions:
+        return None
+    d = decisions[-1]
+    verb = {"delete_payload": "deleted", "hash_payload": "deleted (sha256 kept)", "redact_payload": "redacted", "archive_payload": "archived"}.get(d.decision, d.decision)
+    return f"payload {verb} by retention on {d.created_at.date().isoformat()} ({d.reason})"
 
 
 def record_exists(store: SqlStore, scope: Scope, conversation_id: str, record_id: str) -> bool:
@@ -121,6 +144,8 @@ def render_explanation(expl: dict[str, Any]) -> str:
         lines.append(f"branch exclusions (apart from budget): {expl['branch_excluded']}")
     if "decisions" in expl:
         lines.append(f"record {expl['record_id']}: {'in the payload' if expl['selected_in_payload'] else 'not in the payload'}")
+        if expl.get("retention"):
+            lines.append(f"  {expl['retention']}")
         for d in expl["decisions"]:
             lines.append(f"  - {d.get('family')}: {d.get('decision')} ({d.get('reason')}) {d.get('detail', '')}".rstrip())
         if not expl["decisions"] and not expl["trace_kept"]:

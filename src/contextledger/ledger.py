@@ -278,14 +278,14 @@ class Ledger:
 
         return check_tool_call(self.rules(conversation_id, scope=scope), tool_name, arguments)
 
-    def apply_retention(self, artifact_id: str, *, reason: str, actor: str = "retention", scope: Scope | None = None) -> None:
+    def apply_retention(self, artifact_id: str, *, reason: str, actor: str = "retention", scope: Scope | None = None, now: datetime | None = None) -> None:
         """Delete an artifact's raw payload (retention, seed 000 §4.15): the row keeps its
         sha256, size and memory; the inline text and the blob (unless another artifact
         shares it) are removed; a retention PolicyDecision records who and why.  Later
         assemblies omit the raw payload with reason ``retention_deleted``."""
         from contextledger.graph.retention import apply_retention
 
-        apply_retention(self.runtime, scope or self.scope(), artifact_id, reason=reason, actor=actor)
+        apply_retention(self.runtime, scope or self.scope(), artifact_id, reason=reason, actor=actor, now=now)
 
     def verify_provenance(self, conversation_id: str, *, scope: Scope | None = None) -> dict[str, list[str]]:
         """Re-derive the integrity of every memory's evidence (seed 000 §8 R4, §9.2).

@@ -322,6 +322,7 @@ def _register_groups() -> None:
         bench_cmd,
         compact_cmd,
         encryption_cmd,
+        lifecycle_cmd,
         policy_cmd,
         search_cmd,
         serve_cmd,
@@ -332,6 +333,7 @@ def _register_groups() -> None:
     app.add_typer(compact_cmd.app, name="compact")
     app.add_typer(bench_cmd.app, name="bench")
     app.add_typer(encryption_cmd.app, name="encryption")
+    lifecycle_cmd.register(app)
     serve_cmd.register(app)
 
 

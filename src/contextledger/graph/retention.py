@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["apply_retention"]
 
 
-def apply_retention(source: HasRuntime, scope: Scope, artifact_id: str, *, reason: str, actor: str = "retention") -> None:
+def apply_retention(source: HasRuntime, scope: Scope, artifact_id: str, *, reason: str, actor: str = "retention", now: datetime | None = None) -> None:
     """Delete the raw payload of ``artifact_id`` (rules in the module docstring), in one
     transaction; the blob is deleted after commit when no other artifact shares it.
 
@@ -35,18 +35,19 @@ def apply_retention(source: HasRuntime, scope: Scope, artifact_id: str, *, reaso
     """
     store = source.runtime.store
     art = store.get_artifact(scope, artifact_id)
-    now = datetime.now(UTC)
+    now = now or datetime.now(UTC)
+    day = now.date().isoformat()
     mems = store.memories(scope, art.conversation_id, artifact_ids=[art.id])
     with store.writer(scope) as w:
-        w.update_artifact(art.model_copy(update={"deleted_at": now, "inline_text": None}))
+        w.update_artifact(art.model_copy(update={"deleted_at": now, "inline_text": None, "blob_key": None}))
         for m in mems:
             # a derived memory may quote the payload: keep only metadata and provenance
             w.update_memory(m.model_copy(update={
-                "summary": f"{m.source_tool} {m.status.value}: payload deleted by retention ({art.size_bytes:,} bytes, {art.sha256[:19]})",
-                "payload": {"retention": "deleted", "size_bytes": art.size_bytes, "sha256": art.sha256},
-                "limits": f"payload deleted by retention: {reason}",
+                "summary": f"{m.source_tool} {m.status.value}: payload deleted by retention on {day} ({art.size_bytes:,} bytes, {art.sha256[:19]})",
+                "payload": {"retention": "deleted", "deleted_on": day, "size_bytes": art.size_bytes, "sha256": art.sha256},
+                "limits": f"payload deleted by retention on {day}: {reason}",
             }))
-        w.conn.execute(S.tool_artifacts.update().where(S.tool_artifacts.c.id == art.id, S.tool_artifacts.c.tenant_id == scope.tenant_id).values(inline_text=None))
+        w.conn.execute(S.tool_artifacts.update().where(S.tool_artifacts.c.id == art.id, S.tool_artifacts.c.tenant_id == scope.tenant_id).values(inline_text=None, blob_key=None))
         w.add_decision(PolicyDecision(id=new_id("dec"), tenant_id=scope.tenant_id, conversation_id=art.conversation_id, family=PolicyFamily.RETENTION, decision="delete_payload", record_id=art.id, reason=reason, actor=actor, created_at=now))
         shared = 0
         if art.blob_key:

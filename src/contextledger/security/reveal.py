@@ -23,7 +23,7 @@ from contextledger.security.screen import SECRETS_KEY
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
 
 __all__ = ["REVEAL_DECISION", "original_message_parts", "rehydrate_artifact"]
 
@@ -31,8 +31,8 @@ REVEAL_DECISION = "reveal_secret"
 """``PolicyDecision.decision`` of an explicit request to see a secret-like payload."""
 
 
-def _record(ledger: Ledger, scope: Scope, conversation_id: str, record_id: str, actor: str, reason: str) -> None:
-    with ledger.store.writer(scope) as w:
+def _record(ledger: HasRuntime, scope: Scope, conversation_id: str, record_id: str, actor: str, reason: str) -> None:
+    with ledger.runtime.store.writer(scope) as w:
         w.add_decision(PolicyDecision(
             id=new_id("dec"), tenant_id=scope.tenant_id, conversation_id=conversation_id, family=PolicyFamily.REHYDRATION,
             decision=REVEAL_DECISION, record_id=record_id, reason=reason, actor=actor, created_at=datetime.now(UTC),
@@ -43,7 +43,7 @@ def _refuse(kind: str, record_id: str) -> PolicyError:
     return PolicyError(f"{kind} {record_id} is secret_like: its raw payload is shown only on an explicit request (reveal=True, `--reveal-secrets`), which is recorded")
 
 
-def rehydrate_artifact(ledger: Ledger, scope: Scope, artifact_id: str, *, reveal: bool = False, actor: str = "api", reason: str = "explicit request") -> bytes:
+def rehydrate_artifact(ledger: HasRuntime, scope: Scope, artifact_id: str, *, reveal: bool = False, actor: str = "api", reason: str = "explicit request") -> bytes:
     """The exact raw bytes of an artifact, verified against its sha256 (and decrypted).
 
     Raises:
@@ -51,17 +51,17 @@ def rehydrate_artifact(ledger: Ledger, scope: Scope, artifact_id: str, *, reveal
         PolicyError: the artifact is ``secret_like`` and ``reveal`` is false.
         IntegrityError / BackendError: see ``SqlStore.read_artifact_bytes``.
     """
-    art = ledger.store.get_artifact(scope, artifact_id)
+    art = ledger.runtime.store.get_artifact(scope, artifact_id)
     if art.privacy_class is PrivacyClass.SECRET_LIKE:
         if not reveal:
             raise _refuse("artifact", artifact_id)
-        data = ledger.store.read_artifact_bytes(scope, art)
+        data = ledger.runtime.store.read_artifact_bytes(scope, art)
         _record(ledger, scope, art.conversation_id, art.id, actor, reason)
         return data
-    return ledger.store.read_artifact_bytes(scope, art)
+    return ledger.runtime.store.read_artifact_bytes(scope, art)
 
 
-def original_message_parts(ledger: Ledger, scope: Scope, conversation_id: str, message_id: str, *, reveal: bool = False, actor: str = "api", reason: str = "explicit request") -> list[dict[str, Any]]:
+def original_message_parts(ledger: HasRuntime, scope: Scope, conversation_id: str, message_id: str, *, reveal: bool = False, actor: str = "api", reason: str = "explicit request") -> list[dict[str, Any]]:
     """The parts of a message as recorded, before its secrets were redacted (for a
     message without secrets: its stored parts).
 
@@ -69,7 +69,7 @@ def original_message_parts(ledger: Ledger, scope: Scope, conversation_id: str, m
         NotFoundError: no such message in the conversation.
         PolicyError: the message held secrets and ``reveal`` is false.
     """
-    msgs = ledger.store.messages(scope, conversation_id, ids=[message_id])
+    msgs = ledger.runtime.store.messages(scope, conversation_id, ids=[message_id])
     if not msgs:
         raise NotFoundError("message", message_id)
     msg = msgs[0]
@@ -78,6 +78,6 @@ def original_message_parts(ledger: Ledger, scope: Scope, conversation_id: str, m
         return [p.model_dump(mode="json") for p in msg.parts]
     if not reveal:
         raise _refuse("message", message_id)
-    raw = ledger.store.blobs.get(str(found["raw_blob_key"]))
+    raw = ledger.runtime.store.blobs.get(str(found["raw_blob_key"]))
     _record(ledger, scope, conversation_id, message_id, actor, reason)
     return list(json.loads(raw.decode("utf-8", "surrogatepass")))

@@ -37,17 +37,17 @@ from contextledger.store.base import Scope
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
 
 __all__ = ["rotate_keys", "sealed_references"]
 
 
-def sealed_references(ledger: Ledger) -> list[tuple[str, str, str, str]]:
+def sealed_references(ledger: HasRuntime) -> list[tuple[str, str, str, str]]:
     """``(kind, tenant, record id, blob key)`` of every row that names a restricted
     payload (artifacts with a blob, messages with a redacted original)."""
     out: list[tuple[str, str, str, str]] = []
     a, m = S.tool_artifacts, S.messages
-    with ledger.store.reader() as conn:
+    with ledger.runtime.store.reader() as conn:
         for tenant, rid, key in conn.execute(sa.select(a.c.tenant_id, a.c.id, a.c.blob_key).where(a.c.blob_key.is_not(None))):
             out.append(("artifact", tenant, rid, key))
         like = sa.cast(m.c.body, sa.Text).like('%"raw_blob_key"%')
@@ -59,12 +59,12 @@ def sealed_references(ledger: Ledger) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def _reseal(ledger: Ledger, blobs: SealingBlobStore, kind: str, tenant: str, rid: str, key: str) -> str:
+def _reseal(ledger: HasRuntime, blobs: SealingBlobStore, kind: str, tenant: str, rid: str, key: str) -> str:
     from contextledger.graph._writes import update_message
 
     scope = Scope(tenant_id=tenant)
     new_key = blobs.put_sealed(blobs.get(key))
-    with ledger.store.writer(scope) as w:
+    with ledger.runtime.store.writer(scope) as w:
         if kind == "artifact":
             body = w.conn.execute(sa.select(sa.cast(S.tool_artifacts.c.body, sa.Text)).where(S.tool_artifacts.c.id == rid, S.tool_artifacts.c.tenant_id == tenant)).scalar_one()
             w.update_artifact(ToolArtifact.model_validate_json(body).model_copy(update={"blob_key": new_key}))
@@ -79,7 +79,7 @@ def _reseal(ledger: Ledger, blobs: SealingBlobStore, kind: str, tenant: str, rid
     return new_key
 
 
-def rotate_keys(ledger: Ledger, *, key_file: Path | None = None) -> dict[str, Any]:
+def rotate_keys(ledger: HasRuntime, *, key_file: Path | None = None) -> dict[str, Any]:
     """Rotate to a fresh key and re-seal every sealed payload (see the module docstring).
 
     Returns:
@@ -91,7 +91,7 @@ def rotate_keys(ledger: Ledger, *, key_file: Path | None = None) -> dict[str, An
         BackendError: the ledger was not opened with :meth:`Ledger.open` (no sealing), or
             a key cannot be read; MissingKeyError: a payload's key is not configured.
     """
-    blobs = ledger.store.blobs
+    blobs = ledger.runtime.store.blobs
     if not isinstance(blobs, SealingBlobStore):
         raise BackendError("this ledger does not seal payloads (open it with Ledger.open)")
     old = blobs.keyring(reload=True)

@@ -350,6 +350,24 @@ blobs = sa.Table(
     sa.Column("key", sa.String(80), primary_key=True),
     sa.Column("size_bytes", sa.BigInteger, nullable=False),
     sa.Column("data", sa.LargeBinary, nullable=False),
+    # when the blob was written (garbage collection spares blobs younger than its grace
+    # period: an import writes its blobs before the rows that reference them)
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=True, server_default=sa.func.now()),
+)
+
+deletion_audit = sa.Table(
+    "deletion_audit",
+    metadata,
+    # Append-only record of every deletion (``contextledger forget``, ``gc``): who, when,
+    # what scope and how many rows / blobs — never any content.
+    _id(),
+    sa.Column("created_at", sa.String(40), nullable=False),
+    sa.Column("event", sa.String(32), nullable=False),
+    sa.Column("tenant_id", sa.String(64)),
+    sa.Column("subject", sa.String(200)),
+    sa.Column("actor", sa.String(200)),
+    _body(),
+    sa.Index("ix_deletion_audit_tenant", "tenant_id", "created_at"),
 )
 
 def _doc_id() -> sa.Column[int]:
