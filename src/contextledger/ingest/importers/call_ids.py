@@ -28,7 +28,7 @@ def _well_formed(raw: str) -> str:
         return raw
     cleaned = _INVALID_CHAR.sub("_", raw) or "call"
     if len(cleaned) > MAX_CALL_ID_CHARS:
-        digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         cleaned = f"{cleaned[: MAX_CALL_ID_CHARS - 17]}_{digest}"
     return cleaned
 

@@ -224,7 +224,7 @@ def iter_jsonl(
             except json.JSONDecodeError as exc:
                 is_last = not text[next_start:].strip()
                 if is_last and _looks_incomplete(line, exc):
-                    nbytes = len(line.encode("utf-8"))
+                    nbytes = len(line.encode("utf-8", "surrogatepass"))
                     notes.append(
                         f"{label}line {line_no}: skipped a truncated last line "
                         f"({nbytes} bytes of incomplete JSON)"
