@@ -41,6 +41,7 @@ __all__ = [
     "JsonDepthError",
     "json_depth_exceeds",
     "loads_json",
+    "payload_bytes",
     "storable_text",
     "utf8_bytes",
 ]
@@ -151,3 +152,17 @@ def utf8_bytes(text: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
+def payload_bytes(payload: str | bytes, what: str) -> bytes:
+    """``payload`` as bytes (:func:`utf8_bytes` for text), within :data:`MAX_PAYLOAD_BYTES`.
+
+    Raises:
+        InputError: larger than the limit (``what`` names the payload).
+    """
+    from contextledger.errors import InputError
+
+    raw = payload if isinstance(payload, bytes) else utf8_bytes(payload)
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        raise InputError(f"{what} is {len(raw):,} bytes, above the {MAX_PAYLOAD_BYTES:,}-byte limit")
+    return raw

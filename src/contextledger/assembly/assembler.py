@@ -811,10 +811,7 @@ class Assembler:
         if superseded and mem is not None:
             why = f"superseded by {mem.superseded_by}" if mem.superseded_by else "the file changed later"
             ev.shape_record(art.id, "artifact", Shape.REFERENCE, OmissionReason.SUPERSEDED if mem.superseded_by else OmissionReason.STALE, f"{why}: the raw result is outdated")
-        elif raw and not raw_ok and (redacted := redacted_form(art, mem, limit)) is not None:
-            # a secret-like result is shown as recorded with each secret replaced by its
-            # marker (the memory keeps that form); the raw payload never leaves the ledger
-            ev.shape_record(art.id, "artifact", Shape.EXTRACT, reason, "secrets redacted; the rest of the payload shown")
+        elif raw and not raw_ok and (redacted := redacted_form(art, mem, limit, ev, reason)) is not None:
             return redacted, Shape.EXTRACT, False, None
         elif raw and not raw_ok:
             ev.omit_record(art.id, "artifact", reason, "raw payload withheld; safe summary shown")

@@ -53,8 +53,7 @@ from contextledger.records.models import (
 )
 from contextledger.records.parts import ImagePart, Part, TextPart, ToolResultPart
 from contextledger.retrieval.index import index_records
-from contextledger.security.screen import SECRETS_KEY, screen_message
-from contextledger.security.secrets import screen_text
+from contextledger.security.screen import screen_stored_message, screen_text
 from contextledger.store.base import Scope
 from contextledger.store.blobs import sha256_key
 
@@ -280,7 +279,7 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
             parts: list[Part] = list(im.parts)
             authority = _authority(im, i, first_non_system, trust_system_prompt)
             visibility = Visibility.AUDIT_ONLY if is_child else Visibility.BRANCH
-            msg = Message(
+            msg = screen_stored_message(Message(
                 id=new_id("msg"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=branch_id, seq=seq_of[im.key],
                 parent_message_id=msg_ids.get(parent[im.key] or ""), role=im.role, kind=im.kind, parts=tuple(parts),
                 participant_id=pid, visibility=visibility, authority=authority,
@@ -288,7 +287,7 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 source_ref=im.source_ref or None, token_count=message_token_count(parts),
                 metadata={**im.metadata, "untrusted": True, **({"model": im.model} if im.model else {})},
                 created_at=im.created_at or last_time or now,
-            )
+            ), None if im.role is Role.TOOL or im.kind == MessageKind.OBSERVATION else rt.put_restricted_blob, message_token_count)  # results: write_result
             msg_ids[im.key] = msg.id
             if im.role is Role.TOOL:
                 results = [p for p in im.parts if isinstance(p, ToolResultPart)]
@@ -302,7 +301,6 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 art_id = new_id("art")
                 part = res.model_copy(update={"artifact_id": art_id, "text": None if bkey else res.text})
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part]), "parent_message_id": msg.parent_message_id})
-                # the result first: a secret-like result leaves its message without a copy
                 msg, _, mem = rec.write_result(
                     w, conv, call, (res.text or "").encode("utf-8"), blob_key=bkey, is_error=res.is_error, result_message=msg,
                     artifact_id=art_id, visibility=visibility, observed_at=im.created_at,
@@ -341,9 +339,6 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 result.messages += 1
                 result.artifacts += 1
                 continue
-            parts_, privacy, meta = screen_message(msg.parts, msg.privacy_class, msg.metadata, rt.put_restricted_blob)
-            if SECRETS_KEY in meta:
-                msg = msg.model_copy(update={"parts": parts_, "privacy_class": privacy, "metadata": meta, "token_count": message_token_count(parts_)})
             index_records(w, [msg] if w.add_message(msg) else [])
             result.messages += 1
             if im.role is Role.USER and not is_child:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextledger.errors import InputError, NotFoundError
 from contextledger.ids import new_id
-from contextledger.limits import MAX_PAYLOAD_BYTES, utf8_bytes
+from contextledger.limits import payload_bytes, utf8_bytes
 from contextledger.records.enums import (
     AuthorityLevel,
     MessageKind,
@@ -55,15 +55,7 @@ from contextledger.records.models import (
 )
 from contextledger.records.parts import Part, TextPart, ToolCallPart, ToolResultPart
 from contextledger.retrieval.index import index_records
-from contextledger.security.screen import (
-    MAX_REDACTED_BYTES,
-    REDACTED_TEXT_KEY,
-    SECRETS_KEY,
-    raise_privacy,
-    screen_message,
-    screen_result,
-)
-from contextledger.security.secrets import screen_text
+from contextledger.security.screen import screen_message, screen_text, screen_tool_result
 from contextledger.store.base import Scope
 from contextledger.store.blobs import sha256_key
 from contextledger.store.sql import Writer
@@ -606,9 +598,7 @@ class Recorder:
         with self.store.reader() as c:  # one read transaction for both look-ups
             conv = self.store.get_conversation(self.scope, conversation_id, c)
             call = self.store.get_tool_call(self.scope, conversation_id, call_id, c)
-        raw = result if isinstance(result, bytes) else utf8_bytes(result)
-        if len(raw) > MAX_PAYLOAD_BYTES:
-            raise InputError(f"tool result of {call_id} is {len(raw):,} bytes, above the {MAX_PAYLOAD_BYTES:,}-byte limit")
+        raw = payload_bytes(result, f"tool result of {call_id}")
         if call.status not in (ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL):
             arts = self.store.artifacts(self.scope, conversation_id, call_ids=[call_id])
             if arts and arts[0].sha256 == sha256_key(raw):
@@ -665,16 +655,7 @@ class Recorder:
         except UnicodeDecodeError:
             text = None
             ctype = content_type or "application/octet-stream"
-        inline = text if blob_key is None else None
-        # secret classification (seed 000 §8 R3): a secret-like payload is restricted
-        # (never inline), its memory is derived from the redacted text, its message
-        # carries no copy
-        screening = screen_result(raw)
-        memory_text = text
-        if screening is not None:
-            blob_key, inline, memory_text = blob_key or self.runtime.put_restricted_blob(raw), None, screening.text
-            if result_message is not None:
-                result_message = result_message.model_copy(update={"parts": tuple(p.model_copy(update={"text": None}) if isinstance(p, ToolResultPart) else p for p in result_message.parts)})
+        blob_key, inline, result_message, screened = screen_tool_result(raw, text, blob_key, result_message, self.runtime.put_restricted_blob)
         new_status = status or (ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED)
         seq = result_message.seq if result_message is not None else w.allocate_seq(conv.id)
         child = self.is_child(conv.id, call.participant_id)
@@ -721,20 +702,13 @@ class Recorder:
         else:
             msg = result_message
         art = art.model_copy(update={"message_id": msg.id})
-        stored = art
-        if screening is not None:
-            stored = art.model_copy(update={"privacy_class": raise_privacy(privacy_class), "provider_metadata": {**art.provider_metadata, SECRETS_KEY: screening.summary()}})
-        if not w.add_artifact(stored):
+        if not w.add_artifact(stored := screened.artifact(art, privacy_class)):
             raise _AlreadyRecorded(call.call_id)
         w.update_tool_call(call.model_copy(update={"status": new_status, "result_message_id": msg.id, "resolved_at": now}))
         from contextledger.memory.derive import derive_memory
         from contextledger.memory.linking import link_on_write
 
-        # the memory of a secret-like result is derived from the redacted text: it holds
-        # no secret and keeps the declared class (the artifact alone is secret_like)
-        mem = derive_memory(art, memory_text if memory_text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text)
-        if screening is not None and len(screening.text) <= MAX_REDACTED_BYTES:
-            mem = mem.model_copy(update={"payload": {**mem.payload, REDACTED_TEXT_KEY: screening.text}})
+        mem = screened.memory(derive_memory(art, screened.text if screened.text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text))
         if child:
             mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": vis, "runtime_kind": RuntimeKind.SUBAGENT_CHILD})
         elif mem.visibility_scope is not vis:

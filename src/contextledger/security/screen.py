@@ -21,10 +21,12 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from contextledger.records.enums import PrivacyClass
-from contextledger.records.parts import Part, TextPart, ThinkingPart, ToolCallPart
+from contextledger.records.models import Message, ToolArtifact, ToolMemory
+from contextledger.records.parts import Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from contextledger.security.secrets import Screening, redact_json_text, screen_text
 
 __all__ = [
@@ -33,10 +35,14 @@ __all__ = [
     "REDACTED_TEXT_KEY",
     "SECRETS_KEY",
     "RawStore",
+    "ScreenedResult",
     "raise_privacy",
     "redacted_form",
     "screen_message",
     "screen_result",
+    "screen_stored_message",
+    "screen_text",
+    "screen_tool_result",
 ]
 
 REDACTED_TEXT_KEY = "redacted_text"
@@ -134,13 +140,65 @@ def screen_result(raw: bytes) -> Screening | None:
     return found
 
 
-def redacted_form(artifact: Any, memory: Any, max_bytes: int) -> str | None:
+def redacted_form(artifact: Any, memory: Any, max_bytes: int, evaluator: Any, reason: Any) -> str | None:
     """The redacted text that may stand for a ``secret_like`` artifact's raw payload in a
-    request (its memory's :data:`REDACTED_TEXT_KEY`), when it exists and fits
-    ``max_bytes``; otherwise ``None``."""
+    request (its memory's :data:`REDACTED_TEXT_KEY`: the result as recorded with each
+    secret replaced by its marker; the raw payload never leaves the ledger), when it
+    exists and fits ``max_bytes`` — the assembly evaluator then records the artifact as
+    shaped for ``reason``; otherwise ``None``."""
     if memory is None or artifact.privacy_class is not PrivacyClass.SECRET_LIKE:
         return None
     text = memory.payload.get(REDACTED_TEXT_KEY)
     if not isinstance(text, str) or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         return None
+    from contextledger.records.enums import Shape
+
+    evaluator.shape_record(artifact.id, "artifact", Shape.EXTRACT, reason, "secrets redacted; the rest of the payload shown")
     return text
+
+
+@dataclass(frozen=True)
+class ScreenedResult:
+    """A tool result after classification (:func:`screen_tool_result`): ``text`` is what
+    its memory is derived from (the redacted text of a secret-like result)."""
+
+    screening: Screening | None
+    text: str | None
+
+    def artifact(self, art: ToolArtifact, declared: PrivacyClass) -> ToolArtifact:
+        """The row to store: ``secret_like`` with the kinds and fingerprints found."""
+        if self.screening is None:
+            return art
+        return art.model_copy(update={"privacy_class": raise_privacy(declared), "provider_metadata": {**art.provider_metadata, SECRETS_KEY: self.screening.summary()}})
+
+    def memory(self, mem: ToolMemory) -> ToolMemory:
+        """The memory, holding the redacted text (when small enough) to stand for the raw
+        payload in a request (:func:`redacted_form`)."""
+        if self.screening is None or len(self.screening.text) > MAX_REDACTED_BYTES:
+            return mem
+        return mem.model_copy(update={"payload": {**mem.payload, REDACTED_TEXT_KEY: self.screening.text}})
+
+
+def screen_tool_result(raw: bytes, text: str | None, blob_key: str | None, message: Message | None, keep_raw: RawStore) -> tuple[str | None, str | None, Message | None, ScreenedResult]:
+    """Classify a tool result before it is written: ``(blob key, inline text, result
+    message, screened)``.  A secret-like result is never inline (its payload goes to
+    ``keep_raw``, the restricted store) and its message carries no copy of it."""
+    screening = screen_result(raw)
+    if screening is None:
+        return blob_key, text if blob_key is None else None, message, ScreenedResult(screening=None, text=text)
+    if message is not None:
+        message = message.model_copy(update={"parts": tuple(p.model_copy(update={"text": None}) if isinstance(p, ToolResultPart) else p for p in message.parts)})
+    return blob_key or keep_raw(raw), None, message, ScreenedResult(screening=screening, text=screening.text)
+
+
+def screen_stored_message(msg: Message, keep_raw: RawStore | None, count_tokens: Callable[[Sequence[Part]], int]) -> Message:
+    """:func:`screen_message` on an already built message (importers): the message
+    itself when nothing was found (or ``keep_raw`` is ``None``: a message screened
+    elsewhere, as a tool result with its artifact), else its redacted copy (token count
+    recomputed)."""
+    if keep_raw is None:
+        return msg
+    parts, privacy, meta = screen_message(msg.parts, msg.privacy_class, msg.metadata, keep_raw)
+    if SECRETS_KEY not in meta:
+        return msg
+    return msg.model_copy(update={"parts": parts, "privacy_class": privacy, "metadata": meta, "token_count": count_tokens(parts)})
