@@ -7,8 +7,9 @@ hypothesis shrinks and prints.  Per-example cost is what bounds the counts, so s
 small (the head of each real file) and the work per example is parse-only; heavier
 checks (loading into a ledger) run on a sample.
 
-Counts: ``CONTEXTLEDGER_FUZZ_EXAMPLES`` (default 10,000 per importer) scales every run;
-PostgreSQL variants use :func:`examples` with a smaller share.
+Counts: ``CONTEXTLEDGER_FUZZ_EXAMPLES`` inputs per importer (default 2,000, so the nine
+importers fit the suite's time budget on two cores; ``CONTEXTLEDGER_FUZZ_EXAMPLES=10000``
+for the long run) scales every run; other runs take a share of it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ HOSTILE_STRINGS = [
 """Texts that broke (or could break) storage, parsing, counting or printing."""
 
 
-def examples(default: int = 10_000, share: float = 1.0, *, per_example: int = 1) -> int:
+def examples(default: int = 2_000, share: float = 1.0, *, per_example: int = 1) -> int:
     """How many hypothesis examples make ``CONTEXTLEDGER_FUZZ_EXAMPLES`` (or ``default``)
     inputs, times ``share``, when each example carries ``per_example`` inputs (at least 20)."""
     base = int(os.environ.get("CONTEXTLEDGER_FUZZ_EXAMPLES", default))

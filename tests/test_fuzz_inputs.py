@@ -1,12 +1,13 @@
 """Hostile input, property-based: every registered importer (and automatic detection)
-on inputs generated and mutated from real transcripts, and the recorder API on hostile
-text — a clear error or a recorded handling, never another exception, never a
+on inputs generated and mutated from real transcripts, the service's request-body parser,
+and the recorder API on hostile text — a clear error or a recorded handling, never another exception, never a
 half-written conversation.  Counts and cost: see ``tests/fuzzing.py`` (README
 "Security").  A new importer is covered as soon as it is in ``SUPPORTED_FORMATS``."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +17,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import real_data_dir
-from contextledger.errors import ContextLedgerError, ImportFormatError
+from contextledger.errors import ContextLedgerError, ImportFormatError, InputError
 from contextledger.ingest.importers import SUPPORTED_FORMATS, parse_file
+from contextledger.ingest.importers.bodies import BODY_PROVIDERS, parse_request_body
 from contextledger.ingest.loader import load_transcript
 from contextledger.ledger import Ledger
+from contextledger.limits import loads_json
 from contextledger.security.crypto import Keyring
 from fuzzing import (
     INPUTS_PER_EXAMPLE,
@@ -33,7 +36,7 @@ from fuzzing import (
 
 SEEDS = real_seeds(real_data_dir(), SUPPORTED_FORMATS)
 WORK = Path(tempfile.mkdtemp(prefix="cl-fuzz-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
-LOAD_EVERY = 200
+LOAD_EVERY = 1000
 """One parsed input in this many is also loaded into a ledger (the all-or-nothing check)."""
 
 
@@ -93,7 +96,7 @@ def test_recorder_api_survives_hostile_text(scratch: Ledger) -> None:
     conv = rec.start_conversation(title="fuzz")
     counter = iter(range(10**9))
 
-    @fuzz_settings(examples(share=0.2))
+    @fuzz_settings(examples(share=0.1))
     @given(kind=_call, text=hostile_text(), name=hostile_text(), role=st.sampled_from(["user", "assistant", "system", "tool", "bogus", "\x00"]))
     def run(kind: str, text: str, name: str, role: str) -> None:
         n = next(counter)
@@ -111,3 +114,30 @@ def test_recorder_api_survives_hostile_text(scratch: Ledger) -> None:
     run()
     for provider in ("openai-chat", "anthropic"):
         scratch.assemble(conv.id, provider=provider, scope=scratch.scope("recorder"), persist=False)
+
+
+BODY_SEEDS = [
+    json.dumps(b).encode() for b in (
+        {"model": "gpt-4o", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "ok"}]},
+        {"model": "claude", "system": "s", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]},
+        {"model": "gpt-4o", "instructions": "s", "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}, {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c1", "output": "ok"}]},
+    )
+]
+
+
+@pytest.mark.parametrize("provider", BODY_PROVIDERS)
+def test_request_body_parser_survives_mutated_bodies(provider: str) -> None:
+    """The service's request parser (``parse_request_body``) on decoded bodies: a clear
+    error or a transcript, never another exception."""
+
+    @fuzz_settings(examples(per_example=INPUTS_PER_EXAMPLE))
+    @given(batch=inputs(BODY_SEEDS + SEEDS[:4]))
+    def run(batch: list[bytes]) -> None:
+        for data in batch:
+            try:
+                body = loads_json(data.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            survives(lambda b=body: parse_request_body(provider, b), (ImportFormatError, InputError))
+
+    run()

@@ -249,6 +249,10 @@ _CHOSEN_PLACEHOLDER = re.compile(r"(?i)example|placeholder|dummy|changeme|change
 are matched by their shape, which no stand-in has)."""
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_="
 _HEX = "0123456789abcdefABCDEF"
+_PASSWORDISH = re.compile(r"[0-9!@#%^&*+=?~]")
+"""A keyword value without a digit or a symbol (``ollama``, ``proxy-handled``,
+``REDACTED_API_KEY``) is a name or a stand-in, not a password; nor is one with spaces (a
+command: ``node scripts/validate-secrets.js``)."""
 _REFERENCE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)*(?:\(\))?;?")
 
 
@@ -369,7 +373,7 @@ def _keyword_values(window: str) -> Iterator[tuple[str, str]]:
                 while end < len(line) and not line[end].isspace() and line[end] not in "\"'`,;":
                     end += 1
                 v = line[at:end]
-            if len(v) >= 6 and not _reference(v, line) and not _CHOSEN_PLACEHOLDER.search(v) and not _filtered(v, line):
+            if len(v) >= 6 and _PASSWORDISH.search(v) and not v[0].isspace() and " " not in v and not _reference(v, line) and not _CHOSEN_PLACEHOLDER.search(v) and not _filtered(v, line):
                 yield "Secret Keyword", v
 
 

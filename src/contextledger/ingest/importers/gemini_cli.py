@@ -352,6 +352,8 @@ def parse_gemini_cli(source: Source, document: Any | None) -> ImportedTranscript
         if document is None:
             _replay(source, iter_jsonl(source, converter.notes, skipped), log, converter.notes)
             tree = True
+        elif not isinstance(document, dict):
+            fail(source.path, None, f"expected a Gemini CLI session object or history list, found {describe_json(document)}")
         else:
             log.metadata.update({k: v for k, v in document.items() if k != "messages"})
             for i, record in enumerate(document["messages"]):
