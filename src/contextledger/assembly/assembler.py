@@ -85,7 +85,6 @@ from contextledger.records.parts import (
     ToolCallPart,
     ToolResultPart,
 )
-from contextledger.security.screen import redacted_form
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
@@ -791,8 +790,7 @@ class Assembler:
         # observation as current (seed 000 §4.7-4.8; seed 001 §5: the pre-edit read is
         # stale after the edit); the exchange keeps the marker and its successor
         superseded = mem is not None and (ev.conflict.check(mem) is not None or mem.resolution_state is ResolutionState.STALE or mem.id in ev.lineage.stale)
-        if superseded:
-            raw = False
+        raw = raw and not superseded
         if not raw and not superseded and raw_ok and mem is not None and art.inline_text is not None and art.size_bytes <= limit:
             # a memory is a reduction: never send one that costs more than the raw result
             # (memory views read no trace state, so one scratch copy of the assembly's
@@ -811,10 +809,9 @@ class Assembler:
         if superseded and mem is not None:
             why = f"superseded by {mem.superseded_by}" if mem.superseded_by else "the file changed later"
             ev.shape_record(art.id, "artifact", Shape.REFERENCE, OmissionReason.SUPERSEDED if mem.superseded_by else OmissionReason.STALE, f"{why}: the raw result is outdated")
-        elif raw and not raw_ok and (redacted := redacted_form(art, mem, limit, ev, reason)) is not None:
-            return redacted, Shape.EXTRACT, False, None
         elif raw and not raw_ok:
-            ev.omit_record(art.id, "artifact", reason, "raw payload withheld; safe summary shown")
+            if (redacted := ev.withhold_raw(art, mem, limit, reason)) is not None:
+                return redacted, Shape.EXTRACT, False, None
         elif raw and art.size_bytes > limit:
             ev.shape_record(art.id, "artifact", Shape.REFERENCE, OmissionReason.REPLACED_BY_MEMORY, f"{art.size_bytes} bytes above the {limit}-byte tool output limit")
         else:

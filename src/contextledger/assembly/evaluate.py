@@ -430,6 +430,17 @@ class Evaluator:
             return False, verdict.reason
         return True, OmissionReason.PRIVACY_RESTRICTED
 
+    def withhold_raw(self, art: ToolArtifact, mem: ToolMemory | None, limit: int, reason: OmissionReason) -> str | None:
+        """Withhold ``art``'s raw payload: the redacted text that stands for a secret-like
+        result (recorded as shaped; see :func:`contextledger.security.screen.redacted_form`),
+        else ``None`` with the omission recorded (the safe summary is shown)."""
+        from contextledger.security.screen import redacted_form
+
+        redacted = redacted_form(art, mem, limit, self, reason)
+        if redacted is None:
+            self.omit_record(art.id, "artifact", reason, "raw payload withheld; safe summary shown")
+        return redacted
+
     def tool_max_bytes(self, tool_name: str) -> int:
         """The raw tool-output limit in bytes for ``tool_name`` (seed 001 §6 problem 2)."""
         limit = self._max_bytes.get(tool_name)
