@@ -132,3 +132,20 @@ def test_recorder_api_takes_nul_surrogates_and_deep_arguments(ledger: Ledger) ->
     _assemble_both(ledger, conv.id)
     [row] = ledger.store.list_conversations(ledger.scope())
     assert row.conversation.title == "t\ufffd\ufffd"
+
+
+def test_size_limits_are_clear_errors(sqlite_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextledger.limits as limits
+    from contextledger.errors import InputError
+
+    monkeypatch.setattr(limits, "MAX_TRANSCRIPT_BYTES", 100)
+    monkeypatch.setattr(limits, "MAX_PAYLOAD_BYTES", 1000)
+    path = _chat(tmp_path / "big.json", "{}", first_user="x" * 200)
+    with pytest.raises(ImportFormatError, match="above the 100-byte limit of one transcript"):
+        sqlite_ledger.import_file(path)
+    rec = sqlite_ledger.recorder()
+    conv = rec.start_conversation()
+    rec.record_assistant(conv.id, tool_calls=[{"call_id": "c1", "tool_name": "Bash"}])
+    with pytest.raises(InputError, match="tool result of c1 is 1,001 bytes, above the 1,000-byte limit"):
+        rec.record_tool_result(conv.id, "c1", "y" * 1001)
+    assert sqlite_ledger.store.tool_calls(sqlite_ledger.scope(), conv.id)[0].status.value == "pending"  # nothing written

@@ -84,9 +84,14 @@ def read_source(path: Path) -> Source:
         ImportFormatError: the file cannot be read (location ``None``), is empty or holds
             only whitespace (``"file is empty"``), contains a NUL byte (location
             ``"byte N"``, reason ``"binary file: NUL byte"``) or is not UTF-8 (location
-            ``"byte N"`` of the first bad byte).
+            ``"byte N"`` of the first bad byte), or is larger than
+            :data:`~contextledger.limits.MAX_TRANSCRIPT_BYTES` (checked before reading).
     """
+    from contextledger.limits import MAX_TRANSCRIPT_BYTES
+
     try:
+        if path.stat().st_size > MAX_TRANSCRIPT_BYTES:
+            fail(path, None, f"file is {path.stat().st_size:,} bytes, above the {MAX_TRANSCRIPT_BYTES:,}-byte limit of one transcript")
         data = path.read_bytes()
     except OSError as exc:
         fail(path, None, f"cannot read file: {exc.strerror or exc}")
