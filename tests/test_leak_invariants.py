@@ -1,7 +1,7 @@
 """Leak invariants over random graphs: tenants, sibling branches, participants with
 private state, unpromoted child subagents, restricted privacy classes, secrets and
 retention-deleted payloads.  Every forbidden record carries a canary string; no canary
-may reach any viewer's payload or explanation.
+may reach any viewer's payload, explanation or search result.
 
 One graph per example is recorded into one shared SQLite ledger and assembled for every
 viewer (each participant, the branch, both providers).  Recording and assembling cost
@@ -28,6 +28,7 @@ from contextledger.records.enums import (
     RuntimeKind,
     Visibility,
 )
+from contextledger.retrieval import search
 from contextledger.security.crypto import Keyring
 from fuzzing import fuzz_settings
 
@@ -112,6 +113,9 @@ def test_no_forbidden_record_reaches_any_viewer(led: Ledger) -> None:
             provider = ("openai-chat", "anthropic")[(seed + i) % 2]
             res = led.assemble(conv, participant_id=viewer, provider=provider, budget_tokens=random.Random(seed + i).choice([600, 2000, 8000]), scope=scope, trace=True)
             seen = json.dumps(res.payload, ensure_ascii=False) + json.dumps(led.explain(res.record.id, scope=scope), ensure_ascii=False)
+            # search: every canary as the query, the viewer's recall never shows it
+            hits = search(led, scope, conv, " ".join(sorted(forbidden | per_viewer[viewer])), participant_id=viewer, provider=provider, encoder=None)
+            seen += json.dumps([h.text for h in hits.hits], ensure_ascii=False)
             for canary in forbidden | per_viewer[viewer]:
                 assert canary not in seen, (viewer, canary)
 
