@@ -107,7 +107,7 @@ def _blobs_of(led: Ledger, tenant: str) -> set[str]:
 def test_gc_deletes_exactly_the_unreferenced_blobs(led: Ledger) -> None:
     _conversation(led, "acme", shared=False)
     orphan = led.store.blobs.put(b"left behind by a killed import " * 200)
-    sealed_orphan = led.put_restricted_blob(b"a sealed payload no row names")
+    sealed_orphan = led.runtime.put_restricted_blob(b"a sealed payload no row names")
     assert {orphan, sealed_orphan} <= _stored(led)
 
     dry = collect(led, dry_run=True, grace=timedelta(0))
