@@ -225,15 +225,16 @@ def test_absorb_keeps_a_probe_trace_only_when_it_would_be_the_same() -> None:
 
 def test_raw_lower_bound_never_exceeds_the_raw_rendering(sqlite_ledger: Ledger) -> None:
     """The "does the whole history fit raw?" probe may conclude from lower bounds of the
-    raw costs (``Assembler._raw_lower_bound``); every unit's bound is at most its raw
+    raw costs (``Shaper.raw_lower_bound``); every unit's bound is at most its raw
     rendering's cost — on every scenario at 1× and on real transcripts of each format —
     and it is positive for plain exchanges (the bound does stop the probe early)."""
     from datetime import UTC, datetime
 
     from conftest import real_data_dir
-    from contextledger.assembly.assembler import _PROBE_BUCKET, Assembler
     from contextledger.assembly.candidates import collect_candidates
     from contextledger.assembly.evaluate import Evaluator
+    from contextledger.assembly.pieces import PROBE_BUCKET
+    from contextledger.assembly.shape import Shaper
     from contextledger.assembly.units import build_units
     from contextledger.records.parts import ToolResultPart
 
@@ -242,7 +243,7 @@ def test_raw_lower_bound_never_exceeds_the_raw_rendering(sqlite_ledger: Ledger) 
     real = real_data_dir()
     for rel in ("marot-spotter/tool_heavy.jsonl", "marot-spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"):
         convs.append(led.import_file(real / rel).conversation_id)
-    asm = Assembler(led, led.policy)
+    asm = Shaper(led.runtime.tokenizer)
     checked = positive = 0
     for conv_id in convs:
         cands = collect_candidates(led.store, led.scope(), conv_id, None, recent_window=200, max_candidates=400)
@@ -257,8 +258,8 @@ def test_raw_lower_bound_never_exceeds_the_raw_rendering(sqlite_ledger: Ledger) 
                 if u.kind in ("system", "runtime", "cut"):
                     continue
                 ev.unit_visible(u)
-                bound = asm._raw_lower_bound(u, ev)
-                piece = asm._render_unit(u, ev.quiet(), raw=True, bucket=_PROBE_BUCKET, mandatory=False, order=(0, 0))
+                bound = asm.raw_lower_bound(u, ev)
+                piece = asm.render_unit(u, ev.quiet(), raw=True, bucket=PROBE_BUCKET, mandatory=False, order=(0, 0))
                 raw_texts = [p.text for m in piece.messages if m.ref in piece.raw_artifacts for p in m.parts if isinstance(p, ToolResultPart) and p.text]
                 sent = sum(asm.tok.count(t) for t in raw_texts)
                 inline = sum(asm.tok.count(a.inline_text or "") for a in u.artifacts.values() if a.id in piece.raw_artifacts)

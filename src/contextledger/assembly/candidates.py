@@ -1,4 +1,5 @@
-"""Stage 1a: collect a *bounded* candidate set for one request (seed 000 §8 R8).
+"""Stage 1: collect a *bounded* candidate set for one request (seed 000 §8 R8; seed 001
+§9 step 2: collect candidates from transcript, state, memory and tools).
 
 Reads, in a single read transaction and a fixed number of indexed queries (never one
 query per record):
@@ -12,7 +13,9 @@ query per record):
 * the newest unresolved and failed tool calls anywhere in the lineage, with their
   exchanges (recovery, seed 000 §4.6): the newest ``recovery_window`` failed calls and
   the newest :data:`UNRESOLVED_WINDOW` calls pending and awaiting approval each;
-* the newest ``max_candidates`` memories of the lineage (older evidence as retrieval);
+* the newest ``max_candidates`` memories of the lineage (older evidence as retrieval),
+  and older ones the retrieval router recalls for the current input (with their
+  exchanges);
 * pinned rules, the latest skill state and checkpoint;
 * counts of what lies outside: other branches (``out_of_lineage``) and the lineage
   history older than the window, read from the per-branch counters
@@ -31,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from contextledger.memory.terms import query_terms
+from contextledger.assembly.retrieval import DEFAULT_ROUTER, RetrievalRouter
 from contextledger.records.enums import MessageKind, Role, ToolCallStatus
 from contextledger.records.models import (
     ContinuationCheckpoint,
@@ -91,6 +94,7 @@ def collect_candidates(
     recent_window: int,
     max_candidates: int,
     recovery_window: int = 20,
+    router: RetrievalRouter = DEFAULT_ROUTER,
 ) -> CandidateSet:
     """Collect the bounded candidate set (see module docstring).
 
@@ -101,6 +105,8 @@ def collect_candidates(
             are, with their exchanges (recovery protects at most
             ``policy.recovery.max_failed_kept`` unresolved failures, the newest; the
             assembler reads ``max(16, 4 * max_failed_kept)``).
+        router: recalls older memories relevant to the current input
+            (:mod:`~contextledger.assembly.retrieval`).
 
     Raises:
         NotFoundError: unknown conversation or branch in scope.
@@ -112,74 +118,31 @@ def collect_candidates(
         segments = reads.lineage(branch)
         totals, outside = reads.totals_and_outside(segments)
         window = reads.newest_messages(segments, recent_window)
-        window_start = window[0].seq if window else 0
-        head: list[Message] = []
-        if window and window_start > totals["min_seq"]:
-            # only chat messages of these roles reach the request (render.system_blocks)
-            head = reads.head_messages(segments, _HEAD_ROLES, MessageKind.CHAT.value, before=window_start, last=HEAD_SYSTEM_WINDOW)
-            first_user = reads.first_user(segments)
-            # moderator instructions steer every later turn (seed 000 §9.3 debate): the
-            # newest few are candidates wherever they are (ix_messages_kind)
-            head += reads.newest_messages(segments, _MODERATOR_WINDOW, MessageKind.MODERATOR.value)
-            head = [m for m in head if m.seq < window_start] + ([first_user] if first_user and first_user.seq < window_start else [])
+        g = _Gathered(segments=segments, window=window, head=_head(reads, segments, window, totals["min_seq"]))
         in_window_ids = [m.id for m in window]
         # by message id / call id the rows are found through their own indexes; they lie on
         # the branch of their message or call, so the lineage holds them (checked in Python)
-        calls = _in_lineage(reads.calls_by_message(in_window_ids), segments) if in_window_ids else []
-        recovery = reads.newest_calls(segments, _recovery_limits(recovery_window))
-        known = {c.id for c in calls}
-        extra_calls = [c for c in recovery if c.id not in known]
-        # bring the whole exchange of an out-of-window recovery call into view
-        extra_msg_ids = sorted({c.message_id for c in extra_calls} | {c.result_message_id for c in extra_calls if c.result_message_id})
-        extra_msgs = reads.messages_by_id(segments, extra_msg_ids) if extra_msg_ids else []
-        if extra_msgs:
-            siblings = _in_lineage(reads.calls_by_message([m.id for m in extra_msgs]), segments)
-            extra_calls = [c for c in siblings if c.id not in known]
-            result_ids = sorted({c.result_message_id for c in extra_calls if c.result_message_id} - set(extra_msg_ids))
-            if result_ids:
-                extra_msgs += reads.messages_by_id(segments, result_ids)
-        all_calls = sorted(calls + extra_calls, key=lambda c: (c.seq, c.call_index))
-        call_ids = [c.call_id for c in all_calls]
-        artifacts = {a.call_id: a for a in _in_lineage(reads.artifacts_by_call_id(call_ids), segments)} if call_ids else {}
-        memories = reads.newest_memories(segments, max_candidates)
-        have = {m.id for m in memories}
-        art_ids = {a.id for a in artifacts.values()}
-        need = sorted(art_ids - {a for m in memories for a in m.source_artifact_ids})
-        if need:
-            memories += [m for m in reads.memories_by_artifact(segments, need) if m.id not in have]
-        # cold → hot (seed 001 §3): older memories that share content terms with the
-        # current request join the candidates, with their exchanges (so their raw
-        # evidence can be rehydrated); bounded by ``RETRIEVED`` whatever the history
-        recalled = _recall(reads, segments, window, {m.id for m in memories})
-        if recalled:
-            memories += recalled
-            art_by_id = sorted({a for m in recalled for a in m.source_artifact_ids})
-            old_arts = [a for a in _in_lineage(reads.artifacts_by_id(art_by_id), segments) if a.call_id not in artifacts] if art_by_id else []
-            old_calls = _in_lineage(reads.calls_by_call_id([a.call_id for a in old_arts]), segments) if old_arts else []
-            have_calls = {c.id for c in all_calls}
-            old_calls = [c for c in old_calls if c.id not in have_calls]
-            msg_ids = sorted({c.message_id for c in old_calls} | {c.result_message_id for c in old_calls if c.result_message_id} - {m.id for m in window + extra_msgs + head})
-            if msg_ids:
-                extra_msgs += reads.messages_by_id(segments, msg_ids)
-                all_calls = sorted(all_calls + old_calls, key=lambda c: (c.seq, c.call_index))
-                artifacts.update({a.call_id: a for a in old_arts})
-        memories.sort(key=lambda m: (m.seq, m.id))
-        messages = {m.id: m for m in head + window + extra_msgs}
-        rules = reads.rule_bodies()
-        participants = reads.participants()
-        skills = reads.skill_states(segments)
-        checkpoints = reads.checkpoints(segments)
+        g.calls = _in_lineage(reads.calls_by_message(in_window_ids), segments) if in_window_ids else []
+        _add_recovery(reads, g, recovery_window)
+        _add_memories(reads, g, max_candidates)
+        # cold → hot (seed 001 §3): older memories relevant to the current request join
+        # the candidates, with their exchanges (so their raw evidence can be rehydrated);
+        # bounded by the router's limit whatever the history
+        _add_recalled(reads, g, router.recall(reads, window, segments, {m.id for m in g.memories}))
+        g.memories.sort(key=lambda m: (m.seq, m.id))
+        messages = {m.id: m for m in g.head + window + g.extra_msgs}
+        rules, participants = reads.rule_bodies(), reads.participants()
+        skills, checkpoints = reads.skill_states(segments), reads.checkpoints(segments)
         compactions = reads.newest_messages(segments, 8, MessageKind.COMPACTION.value)
-        ours = [m for m in compactions if m.metadata.get("handoff_format") and isinstance(m.metadata.get("covers"), dict)]
-        compaction = ours[-1] if ours else None
+    ours = [m for m in compactions if m.metadata.get("handoff_format") and isinstance(m.metadata.get("covers"), dict)]
     return CandidateSet(
         conversation=conv,
         branch_id=branch,
         segments=segments,
         messages=sorted(messages.values(), key=lambda m: m.seq),
-        calls=all_calls,
-        artifacts=artifacts,
-        memories=memories,
+        calls=g.calls,
+        artifacts=g.artifacts,
+        memories=g.memories,
         rules=rules,
         participants=participants,
         skill_states=skills[-20:],
@@ -187,10 +150,91 @@ def collect_candidates(
         lineage_message_count=totals["messages"],
         lineage_min_seq=totals["min_seq"],
         out_of_lineage=outside,
-        window_start_seq=window_start,
-        compaction=compaction,
+        window_start_seq=window[0].seq if window else 0,
+        compaction=ours[-1] if ours else None,
         totals=totals,
     )
+
+
+@dataclass(kw_only=True)
+class _Gathered:
+    """What collection has read so far (messages beyond the window, calls in ``(seq,
+    call_index)`` order, artifacts by call id, memories)."""
+
+    segments: list[LineageSegment]
+    window: list[Message]
+    head: list[Message]
+    extra_msgs: list[Message] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    artifacts: dict[str, ToolArtifact] = field(default_factory=dict)
+    memories: list[ToolMemory] = field(default_factory=list)
+
+
+def _head(reads: LineageReads, segments: list[LineageSegment], window: list[Message], min_seq: int) -> list[Message]:
+    """Messages older than the window that reach the request: system and developer chat
+    messages (the first and newest :data:`HEAD_SYSTEM_WINDOW` of each role), the task
+    statement (first user message) and the newest moderator instructions."""
+    window_start = window[0].seq if window else 0
+    if not window or window_start <= min_seq:
+        return []
+    # only chat messages of these roles reach the request (render.system_blocks)
+    head = reads.head_messages(segments, _HEAD_ROLES, MessageKind.CHAT.value, before=window_start, last=HEAD_SYSTEM_WINDOW)
+    first_user = reads.first_user(segments)
+    # moderator instructions steer every later turn (seed 000 §9.3 debate): the newest
+    # few are candidates wherever they are (ix_messages_kind)
+    head += reads.newest_messages(segments, _MODERATOR_WINDOW, MessageKind.MODERATOR.value)
+    return [m for m in head if m.seq < window_start] + ([first_user] if first_user and first_user.seq < window_start else [])
+
+
+def _add_recovery(reads: LineageReads, g: _Gathered, recovery_window: int) -> None:
+    """The newest unresolved and failed calls of the lineage, with their whole exchanges
+    (calls, result messages, artifacts)."""
+    segments = g.segments
+    recovery = reads.newest_calls(segments, _recovery_limits(recovery_window))
+    known = {c.id for c in g.calls}
+    extra_calls = [c for c in recovery if c.id not in known]
+    # bring the whole exchange of an out-of-window recovery call into view
+    extra_msg_ids = sorted({c.message_id for c in extra_calls} | {c.result_message_id for c in extra_calls if c.result_message_id})
+    extra_msgs = reads.messages_by_id(segments, extra_msg_ids) if extra_msg_ids else []
+    if extra_msgs:
+        siblings = _in_lineage(reads.calls_by_message([m.id for m in extra_msgs]), segments)
+        extra_calls = [c for c in siblings if c.id not in known]
+        result_ids = sorted({c.result_message_id for c in extra_calls if c.result_message_id} - set(extra_msg_ids))
+        if result_ids:
+            extra_msgs += reads.messages_by_id(segments, result_ids)
+    g.extra_msgs = extra_msgs
+    g.calls = sorted(g.calls + extra_calls, key=lambda c: (c.seq, c.call_index))
+    call_ids = [c.call_id for c in g.calls]
+    g.artifacts = {a.call_id: a for a in _in_lineage(reads.artifacts_by_call_id(call_ids), segments)} if call_ids else {}
+
+
+def _add_memories(reads: LineageReads, g: _Gathered, max_candidates: int) -> None:
+    """The newest ``max_candidates`` memories of the lineage, and the memories of every
+    artifact in view."""
+    g.memories = reads.newest_memories(g.segments, max_candidates)
+    have = {m.id for m in g.memories}
+    art_ids = {a.id for a in g.artifacts.values()}
+    need = sorted(art_ids - {a for m in g.memories for a in m.source_artifact_ids})
+    if need:
+        g.memories += [m for m in reads.memories_by_artifact(g.segments, need) if m.id not in have]
+
+
+def _add_recalled(reads: LineageReads, g: _Gathered, recalled: list[ToolMemory]) -> None:
+    """Recalled memories join the candidates with their exchanges."""
+    if not recalled:
+        return
+    segments = g.segments
+    g.memories += recalled
+    art_by_id = sorted({a for m in recalled for a in m.source_artifact_ids})
+    old_arts = [a for a in _in_lineage(reads.artifacts_by_id(art_by_id), segments) if a.call_id not in g.artifacts] if art_by_id else []
+    old_calls = _in_lineage(reads.calls_by_call_id([a.call_id for a in old_arts]), segments) if old_arts else []
+    have_calls = {c.id for c in g.calls}
+    old_calls = [c for c in old_calls if c.id not in have_calls]
+    msg_ids = sorted({c.message_id for c in old_calls} | {c.result_message_id for c in old_calls if c.result_message_id} - {m.id for m in g.window + g.extra_msgs + g.head})
+    if msg_ids:
+        g.extra_msgs += reads.messages_by_id(segments, msg_ids)
+        g.calls = sorted(g.calls + old_calls, key=lambda c: (c.seq, c.call_index))
+        g.artifacts.update({a.call_id: a for a in old_arts})
 
 
 _MODERATOR_WINDOW = 4
@@ -213,39 +257,6 @@ def _recovery_limits(recovery_window: int) -> list[tuple[str, int]]:
         (ToolCallStatus.AWAITING_APPROVAL.value, UNRESOLVED_WINDOW),
         (ToolCallStatus.FAILED.value, recovery_window),
     ]
-
-RETRIEVED = 12
-"""Most older memories recalled by term match into one candidate set."""
-
-_PER_TERM = 64
-_MAX_TERMS = 12
-
-
-def _recall(reads: LineageReads, segments: list[LineageSegment], window: list[Message], have: set[str]) -> list[ToolMemory]:
-    """Older lineage memories matching the content terms of the newest user message in
-    the window (:func:`contextledger.memory.terms.query_terms`, at most 12 terms): the
-    newest 64 index rows per term are read, scored by the sum of each matched term's
-    rarity (``1 / rows found for it``, so a rare id outweighs a common word), and the
-    best :data:`RETRIEVED` memories not already candidates are returned (ties: newest)."""
-    current = next((m for m in reversed(window) if m.role is Role.USER and m.kind.value == "chat"), None)
-    if current is None:
-        return []
-    text = " ".join(getattr(p, "text", "") for p in current.parts)
-    terms = sorted(query_terms(text))[:_MAX_TERMS]
-    if not terms:
-        return []
-    rows = [r for r in reads.term_matches(terms, _PER_TERM) if r[0] not in have and in_lineage(segments, r[2], r[3])]
-    per_term: dict[str, int] = {}
-    for _, term, _, _ in rows:
-        per_term[term] = per_term.get(term, 0) + 1
-    score: dict[str, float] = {}
-    newest: dict[str, int] = {}
-    for mem_id, term, _, seq in rows:
-        score[mem_id] = score.get(mem_id, 0.0) + 1.0 / per_term[term]
-        newest[mem_id] = seq
-    best = sorted(score, key=lambda k: (-score[k], -newest[k], k))[:RETRIEVED]
-    return reads.memories_by_id(best) if best else []
-
 
 _R = TypeVar("_R", ToolCall, ToolArtifact)
 

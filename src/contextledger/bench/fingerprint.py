@@ -14,8 +14,11 @@ payloads byte for byte.  The *fingerprint set* is:
 The ledgers are built once (:func:`build_ledgers`) into a folder with a
 ``manifest.json`` naming each assembly target; :func:`fingerprint` assembles every
 target (not persisted, so the databases stay as built) and returns
-``{key: {"sha256", "tokens"}}`` with keys ``<case>|<scale or budget>|<provider>``;
-:func:`compare` lists the differences between two such maps.  Reusing the databases
+``{key: {"sha256", "tokens", "decisions"}}`` with keys
+``<case>|<scale or budget>|<provider>`` (``decisions``: the hash of the record's omission
+summary, selected refs, buckets, rule conflicts and per-record trace, so a change of
+what is explained shows too); :func:`compare` lists the differences between two such
+maps.  Reusing the databases
 keeps record ids (and so ids quoted in payloads) the same between the two runs.
 """
 
@@ -187,12 +190,14 @@ def fingerprint(
                     res = ledger.assemble(
                         t.conversation_id, branch_id=t.branch_id, participant_id=t.participant_id, provider=provider,
                         budget_tokens=t.budget_tokens, now=datetime.fromisoformat(t.now) if t.now else None,
-                        persist=False, replay="estimate",
+                        persist=False, replay="estimate", trace=True,
                     )
                 except ContextLedgerError as exc:
                     out[key] = {"error": f"{type(exc).__name__}: {exc}"}
                     continue
-                out[key] = {"sha256": payload_sha256(res.payload), "tokens": res.record.assembled_tokens}
+                r = res.record
+                explained = {"omitted": r.omitted, "selected": r.selected_refs, "buckets": r.buckets, "conflicts": r.rule_conflicts, "trace": r.trace}
+                out[key] = {"sha256": payload_sha256(res.payload), "tokens": r.assembled_tokens, "decisions": payload_sha256(explained)}
     finally:
         for ledger in ledgers.values():
             ledger.close()
@@ -201,7 +206,8 @@ def fingerprint(
 
 def compare(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[str]:
     """One line per difference between two fingerprint maps: a key only in one of them,
-    or a payload (or error) that changed, with the token counts."""
+    a payload (or error) that changed, with the token counts, or — when both maps have
+    them — decisions that changed under the same payload."""
     lines: list[str] = []
     for key in sorted(set(before) | set(after)):
         a, b = before.get(key), after.get(key)
@@ -209,6 +215,8 @@ def compare(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]])
             lines.append(f"added    {key}")
         elif b is None:
             lines.append(f"missing  {key}")
-        elif a != b:
+        elif (a.get("sha256"), a.get("error")) != (b.get("sha256"), b.get("error")):
             lines.append(f"changed  {key}: {a.get('tokens', a.get('error'))} -> {b.get('tokens', b.get('error'))} tokens")
+        elif "decisions" in a and "decisions" in b and a["decisions"] != b["decisions"]:
+            lines.append(f"decided  {key}: same payload, other decisions")
     return lines

@@ -1,0 +1,134 @@
+"""Stage 8: rehydration — raw payloads read back for records already selected.
+
+Seed 000 §4.11 (stage-2 rehydration), §8 R11–R12; seed 001 §9 *Compression Engine*
+(rehydrate).  Only for pieces the budget kept, after the privacy / provider check and
+within the policy's byte budget.  Triggers (policy ``rehydration.triggers``): the current
+user input asks for exact evidence (the shaped exchange it is about); a
+recovery-critical exchange (unresolved or failed) was shaped; an exchange's memory was
+not promoted (its raw evidence stands in for it).  The exact evidence outranks older
+context: room is made for it with the drop steps on copies — or the rehydration is
+refused (reason ``budget``) and the memories stay.  Every refusal is recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from contextledger.assembly.drop_order import drop_once
+from contextledger.assembly.families import Verdict
+from contextledger.assembly.pieces import Piece, outdated
+from contextledger.assembly.render import observation_text
+from contextledger.memory.terms import memory_terms, query_terms
+from contextledger.providers.base import WireMessage
+from contextledger.records.enums import OmissionReason, PolicyFamily, PromotionPolicy, Shape
+from contextledger.records.parts import TextPart
+
+if TYPE_CHECKING:
+    from contextledger.assembly.budget import Budgeter, Selection
+    from contextledger.assembly.evaluate import Evaluator
+    from contextledger.policy.model import Policy
+    from contextledger.store.base import Scope
+    from contextledger.store.sql import SqlStore
+
+__all__ = ["rehydrate", "rehydration_targets"]
+
+
+def rehydrate(sel: Selection, budgeter: Budgeter, store: SqlStore, scope: Scope) -> tuple[Selection, list[str]]:
+    """``sel`` with raw payloads swapped in where triggered and allowed, and the ids of the
+    rehydrated artifacts; when they cannot fit, ``sel`` unchanged and ``[]`` (refusals
+    recorded)."""
+    ev = budgeter.ev
+    with_raw = list(sel.chosen)
+    done = _swap_in_raw(with_raw, ev, budgeter.policy, store, scope, budgeter.shaper.cost)
+    if not done:
+        return sel, []
+    # the exact evidence outranks older context: make room for it with the same drop
+    # steps (on copies), or give it up
+    for i, p in enumerate(with_raw):
+        if set(p.raw_artifacts) & set(done):
+            with_raw[i] = dataclasses.replace(p, mandatory=True)
+    room_notes = list(sel.notes)
+    quiet = ev.quiet()
+    fits = budgeter.exact(budgeter.build(with_raw, room_notes, sel.system))
+    for step in ("compress_old_history", "shorten_recent_tail"):
+        while fits > budgeter.budget and drop_once(budgeter.drop, step, with_raw, room_notes, quiet, lambda p: None) is not None:
+            fits = budgeter.exact(budgeter.build(with_raw, room_notes, sel.system))
+    if fits > budgeter.budget:
+        for art_id in done:  # the raw payloads do not fit: the memories stay
+            ev.refuse_rehydration(art_id, OmissionReason.BUDGET)
+        return sel, []
+    for d in quiet.decisions:
+        if d["decision"] == "omit":
+            ev.omit_record(d["record_id"], d["record_kind"], OmissionReason.BUDGET, "dropped to make room for rehydrated evidence")
+    request = budgeter.build(with_raw, room_notes, sel.system)
+    return dataclasses.replace(sel, request=request, chosen=with_raw, notes=room_notes), done
+
+
+def rehydration_targets(chosen: list[Piece], ev: Evaluator, policy: Policy) -> list[Piece]:
+    """The shaped exchanges to rehydrate, in order: the one the current input asks about
+    (most content words shared, then newest), then recovery-critical and not-promoted
+    ones, newest first."""
+    trig = policy.rehydration.triggers
+    newest_first = sorted(chosen, key=lambda p: p.order, reverse=True)
+    current = next((p for p in newest_first if p.unit is not None and p.unit.is_turn_start), None)
+    asked_text = " ".join(getattr(part, "text", "") for m in current.messages for part in m.parts) if current is not None else ""
+    asked = current is not None and ev.rehydration.requested(asked_text)
+    shaped = [p for p in newest_first if p.unit is not None and p.memory_ids and p.unit.kind in ("exchange", "observation")]
+    targets: list[Piece] = []
+    current_ones = [p for p in shaped if p.unit is not None and any(not outdated(m, ev) for m in p.unit.memories.values())]
+    if asked and current_ones:
+        terms = query_terms(asked_text)
+        best = max(current_ones, key=lambda p: (max((len(terms.intersection(memory_terms(m))) for m in p.unit.memories.values()), default=0) if p.unit is not None else 0, p.order))
+        targets.append(best)
+    for p in shaped:
+        u = p.unit
+        assert u is not None
+        critical = trig.recovery_critical and p.mandatory and bool(u.failed_calls)
+        not_promoted = trig.not_promoted and any(m.promotion_policy is PromotionPolicy.NOT_PROMOTED for m in u.memories.values())
+        if (critical or not_promoted) and p not in targets:
+            targets.append(p)
+    return targets
+
+
+def _swap_in_raw(chosen: list[Piece], ev: Evaluator, policy: Policy, store: SqlStore, scope: Scope, cost: Callable[[list[WireMessage]], int]) -> list[str]:
+    """Read the raw payloads of the targets' shaped results (checks and byte budget
+    first) and swap them into ``chosen``; returns the rehydrated artifact ids."""
+    done: list[str] = []
+    for p in rehydration_targets(chosen, ev, policy):
+        i = chosen.index(p)
+        assert p.unit is not None
+        for c in p.unit.calls:
+            art = p.unit.artifacts.get(c.call_id)
+            if art is None or art.id in p.raw_artifacts:
+                continue
+            mem = p.unit.memories.get(art.id)
+            if mem is not None and outdated(mem, ev):
+                # the exact bytes of an outdated observation are outdated too
+                ev.refuse_rehydration(art.id, OmissionReason.SUPERSEDED if mem.superseded_by else OmissionReason.STALE)
+                continue
+            ok, reason = ev.raw_allowed(art)
+            refusal = ev.rehydration.check(art, None if ok else Verdict(family=PolicyFamily.PRIVACY, reason=reason, detail="raw payload not allowed"))
+            if refusal is not None:
+                ev.refuse_rehydration(art.id, refusal.reason)
+                continue
+            try:
+                raw = store.read_artifact_bytes(scope, art).decode("utf-8")
+            except Exception:
+                ev.refuse_rehydration(art.id, OmissionReason.RETENTION_DELETED)
+                continue
+            ev.rehydration.spend(art.size_bytes)
+            new_msgs = []
+            for m in chosen[i].messages:
+                if m.ref == art.id and m.role == "tool":
+                    new_msgs.append(WireMessage(role="tool", parts=(m.parts[0].model_copy(update={"text": raw}),), ref=m.ref))
+                elif m.ref == art.id:
+                    new_msgs.append(WireMessage(role=m.role, parts=(TextPart(text=observation_text(c, raw)),), ref=m.ref))
+                else:
+                    new_msgs.append(m)
+            old = chosen[i]
+            chosen[i] = Piece(unit=old.unit, messages=new_msgs, cost=cost(new_msgs), bucket=old.bucket, shape=Shape.RAW, mandatory=old.mandatory, order=old.order, memory_ids=old.memory_ids, raw_artifacts=(*old.raw_artifacts, art.id))
+            ev.rehydrated(art.id)
+            done.append(art.id)
+    return done
