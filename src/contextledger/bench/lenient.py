@@ -43,17 +43,14 @@ from contextledger.providers.openai_chat import (
     MISSING_SCHEMA_DESCRIPTION,
     OPENAI_CALL_ID_MAX_LENGTH,
     TOOL_ERROR_MARK,
-    binary_placeholder,
     declared_tools,
     image_placeholder,
     safe_identifier,
+    text_of,
 )
 from contextledger.providers.openai_responses import OPENAI_RESPONSES_CALL_ID_MAX_LENGTH
 from contextledger.providers.registry import serialize
 from contextledger.records.parts import (
-    BinaryPart,
-    ImagePart,
-    TextPart,
     ToolCallPart,
     ToolResultPart,
 )
@@ -80,14 +77,6 @@ def _tools(request: NeutralRequest) -> list[ToolSchema]:
         return [by_name[k] for k in sorted(by_name)]
 
 
-def _text_of(part: Any) -> str | None:
-    if isinstance(part, TextPart):
-        return part.text
-    if isinstance(part, ImagePart):
-        return image_placeholder(part)
-    if isinstance(part, BinaryPart):
-        return binary_placeholder(part)
-    return None
 
 
 def _result_text(result: ToolResultPart) -> str:
@@ -107,7 +96,7 @@ def render_openai_chat(request: NeutralRequest) -> dict[str, Any]:
     if system:
         messages.append({"role": "system", "content": system})
     for m in request.messages:
-        texts = [t for t in (_text_of(p) for p in m.parts) if t is not None]
+        texts = [t for t in (text_of(p) for p in m.parts) if t is not None]
         calls = [p for p in m.parts if isinstance(p, ToolCallPart)]
         results = [p for p in m.parts if isinstance(p, ToolResultPart)]
         if m.role != "tool" or texts or calls:
@@ -151,7 +140,7 @@ def render_anthropic(request: NeutralRequest) -> dict[str, Any]:
         blocks: list[dict[str, Any]] = []
         results: list[dict[str, Any]] = []
         for p in m.parts:
-            text = _text_of(p)
+            text = text_of(p)
             if text is not None:
                 if text.strip():
                     blocks.append({"type": "text", "text": text})
@@ -206,7 +195,7 @@ def render_openai_responses(request: NeutralRequest) -> dict[str, Any]:
     """
     items: list[dict[str, Any]] = []
     for m in request.messages:
-        texts = [t for t in (_text_of(p) for p in m.parts) if t is not None]
+        texts = [t for t in (text_of(p) for p in m.parts) if t is not None]
         calls = [p for p in m.parts if isinstance(p, ToolCallPart)]
         results = [p for p in m.parts if isinstance(p, ToolResultPart)]
         text = "\n".join(texts)

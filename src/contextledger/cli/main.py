@@ -317,6 +317,18 @@ def demo_cmd(
         raise typer.Exit(1)
 
 
+@app.command("mcp")
+def mcp_cmd() -> None:
+    """Serve the ledger to MCP clients over stdio: tools rehydrate_artifact, search_ledger, explain_assembly, why_not and ledger:// resources (pip install 'contextledger[mcp]')."""
+    with fail_cleanly():
+        try:
+            from contextledger.adapters.mcp import build_server
+        except ImportError as exc:
+            raise InputError(str(exc)) from None
+        server = build_server(state.ledger(), scope=_scope())
+    server.run("stdio")
+
+
 def _register_groups() -> None:
     from contextledger.cli import (
         bench_cmd,

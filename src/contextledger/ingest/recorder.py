@@ -498,12 +498,14 @@ class Recorder:
         speaker_label: str | None = None,
         visibility: Visibility | None = None,
         runtime_kind: RuntimeKind | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> tuple[Message, list[ToolCall]]:
         """Record an assistant turn and the tool calls it requested (status pending).
 
         ``visibility`` defaults by ownership (seed 000 §4.9): a child subagent's turn is
         ``audit_only``; a participant's turn that requests tool calls is run state,
         ``participant_private``; finalised text output is ``branch`` context.
+        ``metadata`` is kept on the message (e.g. the provider items it came from).
 
         Re-recording a provider ``call_id`` already recorded in the conversation is
         idempotent: the existing call is returned and nothing is duplicated.
@@ -534,7 +536,7 @@ class Recorder:
         with self.store.writer(self.scope) as w:
             msg = self._add_message(
                 w, conv, self._branch_of(conv, branch_id), Role.ASSISTANT, parts, participant_id=participant_id,
-                model_run_id=model_run_id, speaker_label=speaker_label, visibility=vis, runtime_kind=rk,
+                model_run_id=model_run_id, speaker_label=speaker_label, visibility=vis, runtime_kind=rk, metadata=metadata,
             )
             calls = self.add_calls(w, msg)
         return msg, calls

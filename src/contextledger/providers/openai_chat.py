@@ -55,6 +55,7 @@ from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
 from contextledger.records.parts import (
     BinaryPart,
     ImagePart,
+    Part,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -79,6 +80,7 @@ __all__ = [
     "replay_memo_turn",
     "safe_identifier",
     "serialize_openai_chat",
+    "text_of",
 ]
 
 BlobResolver = Callable[[str], bytes | None]
@@ -147,6 +149,19 @@ def binary_placeholder(part: BinaryPart) -> str:
     return _placeholder(
         "binary", part.media_type, part.size_bytes, part.name, part.artifact_id, part.blob_key, None
     )
+
+
+def text_of(part: Part) -> str | None:
+    """The text a part shows in a text-only slot: a :class:`TextPart`'s text, the
+    placeholder of an image or binary (:func:`image_placeholder`,
+    :func:`binary_placeholder`); ``None`` for calls, results and thinking."""
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ImagePart):
+        return image_placeholder(part)
+    if isinstance(part, BinaryPart):
+        return binary_placeholder(part)
+    return None
 
 
 def _placeholder(
@@ -483,16 +498,10 @@ def _user_message(message: WireMessage, resolve_blob: BlobResolver | None) -> di
 
 
 def _assistant_message(message: WireMessage, ids: CallIdMap) -> dict[str, Any]:
-    texts: list[str] = []
+    texts = [t for t in map(text_of, message.parts) if t is not None]
     calls: list[dict[str, Any]] = []
     for part in message.parts:
-        if isinstance(part, TextPart):
-            texts.append(part.text)
-        elif isinstance(part, ImagePart):
-            texts.append(image_placeholder(part))
-        elif isinstance(part, BinaryPart):
-            texts.append(binary_placeholder(part))
-        elif isinstance(part, ToolCallPart):
+        if isinstance(part, ToolCallPart):
             calls.append(
                 {
                     "id": ids(part.call_id),

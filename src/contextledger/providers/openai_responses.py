@@ -78,6 +78,7 @@ from contextledger.providers.openai_chat import (
     pair_tool_results,
     replay_memo_turn,
     safe_identifier,
+    text_of,
 )
 from contextledger.records.parts import (
     BinaryPart,
@@ -90,7 +91,10 @@ from contextledger.records.parts import (
 __all__ = [
     "IMAGE_DETAIL",
     "OPENAI_RESPONSES_CALL_ID_MAX_LENGTH",
+    "assistant_items",
+    "output_item",
     "serialize_openai_responses",
+    "user_item",
 ]
 
 OPENAI_RESPONSES_CALL_ID_MAX_LENGTH = 64
@@ -130,10 +134,10 @@ def serialize_openai_responses(
             continue
         start = len(items)
         if turn.message.role == "user":
-            items.append(_user_item(turn.message, resolve_blob))
+            items.append(user_item(turn.message, resolve_blob))
         else:
-            items.extend(_assistant_items(turn.message, ids))
-            items.extend(_output_item(result, ids, resolve_blob) for result in turn.results)
+            items.extend(assistant_items(turn.message, ids))
+            items.extend(output_item(result, ids, resolve_blob) for result in turn.results)
         if memo is not None:
             memo[id(turn.message)] = (turn.message, turn.results, items[start:])
     payload: dict[str, Any] = {}
@@ -163,7 +167,8 @@ def _image_part(part: ImagePart, resolve_blob: BlobResolver | None) -> dict[str,
     return None
 
 
-def _user_item(message: WireMessage, resolve_blob: BlobResolver | None) -> dict[str, Any]:
+def user_item(message: WireMessage, resolve_blob: BlobResolver | None = None) -> dict[str, Any]:
+    """The ``message`` item of a neutral user message (module docstring)."""
     parts: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, TextPart):
@@ -187,17 +192,13 @@ def _user_item(message: WireMessage, resolve_blob: BlobResolver | None) -> dict[
     return {"type": "message", "role": "user", "content": content}
 
 
-def _assistant_items(message: WireMessage, ids: CallIdMap) -> list[dict[str, Any]]:
-    texts: list[str] = []
+def assistant_items(message: WireMessage, ids: CallIdMap) -> list[dict[str, Any]]:
+    """The items of a neutral assistant message: its text message (when it has text, a
+    label or no call), then one ``function_call`` per call (module docstring)."""
+    texts = [t for t in map(text_of, message.parts) if t is not None]
     calls: list[dict[str, Any]] = []
     for part in message.parts:
-        if isinstance(part, TextPart):
-            texts.append(part.text)
-        elif isinstance(part, ImagePart):
-            texts.append(image_placeholder(part))
-        elif isinstance(part, BinaryPart):
-            texts.append(binary_placeholder(part))
-        elif isinstance(part, ToolCallPart):
+        if isinstance(part, ToolCallPart):
             calls.append({"type": "function_call", "call_id": ids(part.call_id), "name": safe_identifier(part.tool_name), "arguments": part.arguments_json})
     text = "\n".join(texts)
     items: list[dict[str, Any]] = []
@@ -207,7 +208,8 @@ def _assistant_items(message: WireMessage, ids: CallIdMap) -> list[dict[str, Any
     return items
 
 
-def _output_item(result: ToolResultPart, ids: CallIdMap, resolve_blob: BlobResolver | None) -> dict[str, Any]:
+def output_item(result: ToolResultPart, ids: CallIdMap, resolve_blob: BlobResolver | None = None) -> dict[str, Any]:
+    """The ``function_call_output`` item of a result (module docstring)."""
     texts = [TOOL_ERROR_MARK] if result.is_error else []
     if result.text:
         texts.append(result.text)

@@ -1,0 +1,58 @@
+"""Every integration example in ``examples/`` runs offline, as documented, and prints what
+its docstring promises (one subprocess each)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _run(name: str) -> list[str]:
+    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    return done.stdout.splitlines()
+
+
+def test_examples_folder_has_one_file_per_integration() -> None:
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == [
+        "anthropic_sdk_loop.py", "langchain_agent.py", "mcp_server.py", "openai_agents_sdk.py", "openai_sdk_loop.py", "proxy_openai.py",
+    ]
+
+
+def test_openai_agents_sdk_example() -> None:
+    pytest.importorskip("agents")
+    first, second = _run("openai_agents_sdk.py")
+    assert first == "tests/test_csv.py::test_quoted fails: quoted commas are split."
+    assert second.startswith("4 items in the session; last request ")
+
+
+def test_langchain_example() -> None:
+    pytest.importorskip("langchain.agents")
+    first, second = _run("langchain_agent.py")
+    assert first == "parse() splits on every comma; use the csv module."
+    assert second.startswith("4 messages in the state; last request ")
+
+
+def test_mcp_example() -> None:
+    pytest.importorskip("mcp")
+    assert _run("mcp_server.py") == ["raw log sent: False", "found: True", "exact tail: ERROR pool exhausted: 64/64 connections in use"]
+
+
+def test_openai_sdk_loop_example() -> None:
+    pytest.importorskip("openai")
+    first, second = _run("openai_sdk_loop.py")
+    assert first == "Done: the step finished."
+    assert second.startswith("5 items recorded; 2 requests, 0 invalid; last request ")
+
+
+def test_anthropic_sdk_loop_example() -> None:
+    pytest.importorskip("anthropic")
+    first, second = _run("anthropic_sdk_loop.py")
+    assert first == "Done: the step finished."
+    assert second.startswith("2 requests, 0 invalid; last request ")
