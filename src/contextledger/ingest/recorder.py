@@ -497,15 +497,13 @@ class Recorder:
         model_run_id: str | None = None,
         speaker_label: str | None = None,
         visibility: Visibility | None = None,
-        runtime_kind: RuntimeKind | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        runtime_kind: RuntimeKind | None = None, metadata: Mapping[str, Any] | None = None,
     ) -> tuple[Message, list[ToolCall]]:
         """Record an assistant turn and the tool calls it requested (status pending).
 
-        ``visibility`` defaults by ownership (seed 000 §4.9): a child subagent's turn is
-        ``audit_only``; a participant's turn that requests tool calls is run state,
-        ``participant_private``; finalised text output is ``branch`` context.
-        ``metadata`` is kept on the message (e.g. the provider items it came from).
+        ``visibility`` defaults by ownership (seed 000 §4.9): a child subagent's turn is ``audit_only``;
+        a participant's turn that requests tool calls is run state, ``participant_private``; finalised
+        text output is ``branch`` context.  ``metadata`` (e.g. the provider items) is kept on the message.
 
         Re-recording a provider ``call_id`` already recorded in the conversation is
         idempotent: the existing call is returned and nothing is duplicated.

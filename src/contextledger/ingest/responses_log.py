@@ -53,7 +53,7 @@ from contextledger.ingest.importers.responses_items import (
     SERVER_ITEMS,
     ResponsesItems,
 )
-from contextledger.ingest.recorder import ToolCallSpec
+from contextledger.ingest.recorder import Recorder, ToolCallSpec
 from contextledger.ingest.transcript import ImportedMessage
 from contextledger.providers.base import WireMessage
 from contextledger.providers.openai_chat import CallIdMap
@@ -69,7 +69,7 @@ from contextledger.records.parts import TextPart, ThinkingPart, ToolCallPart, To
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
-    from contextledger.ledger import Ledger
+    from contextledger.runtime import HasRuntime
 
 __all__ = ["ITEMS_KEY", "KEYS_KEY", "PART_KEY", "PLACEHOLDER_IDS", "ResponsesLog", "item_keys", "item_kind"]
 
@@ -131,7 +131,7 @@ class ResponsesLog:
     """The Responses item history of one conversation's active branch (module docstring).
 
     Args:
-        ledger: the ledger to record into.
+        source: the ledger (or its runtime) to record into.
         conversation_id: an existing conversation (see :meth:`start` for a new one).
         scope: the tenant scope (default: the ledger's default tenant).
         actor: who removes items, as written on the PolicyDecisions of :meth:`pop` and
@@ -141,28 +141,28 @@ class ResponsesLog:
         NotFoundError: (on first use) unknown conversation.
     """
 
-    def __init__(self, ledger: Ledger, conversation_id: str, *, scope: Scope | None = None, actor: str = "responses log") -> None:
-        self.ledger = ledger
-        self.scope = scope or ledger.scope()
+    def __init__(self, source: HasRuntime, conversation_id: str, *, scope: Scope | None = None, actor: str = "responses log") -> None:
+        self.runtime = source.runtime
+        self.scope = scope or self.runtime.scope()
         self.conversation_id = conversation_id
         self.actor = actor
-        self.recorder = ledger.recorder(self.scope)
+        self.recorder = Recorder(self.runtime, self.scope)
         self.notes: list[str] = []
         self._keys: set[str] | None = None
         self._digests: dict[str, int] = {}
         self._registry = CallIdRegistry(self.notes)
 
     @classmethod
-    def start(cls, ledger: Ledger, *, scope: Scope | None = None, title: str = "", system_prompt: str | None = None, metadata: Mapping[str, Any] | None = None, actor: str = "responses log") -> ResponsesLog:
+    def start(cls, source: HasRuntime, *, scope: Scope | None = None, title: str = "", system_prompt: str | None = None, metadata: Mapping[str, Any] | None = None, actor: str = "responses log") -> ResponsesLog:
         """A log on a new conversation (``system_prompt``: the application's own
         instruction, the only text that reaches the system slot)."""
-        scope = scope or ledger.scope()
-        conv = ledger.recorder(scope).start_conversation(title=title, system_prompt=system_prompt, metadata=metadata)
-        return cls(ledger, conv.id, scope=scope, actor=actor)
+        scope = scope or source.runtime.scope()
+        conv = Recorder(source.runtime, scope).start_conversation(title=title, system_prompt=system_prompt, metadata=metadata)
+        return cls(source, conv.id, scope=scope, actor=actor)
 
     # -- reading --------------------------------------------------------------------------
     def _messages(self) -> list[Message]:
-        store = self.ledger.store
+        store = self.runtime.store
         conv = store.get_conversation(self.scope, self.conversation_id)
         segments = store.lineage(self.scope, conv.active_branch_id)
         return [m for m in store.messages(self.scope, self.conversation_id, segments) if m.role is not Role.SYSTEM or ITEMS_KEY in m.metadata]
@@ -192,7 +192,7 @@ class ResponsesLog:
     def _entries(self) -> list[tuple[Message, str | None, list[dict[str, Any]]]]:
         """``(record, item key or None, items it gives)`` for the active branch, in order;
         the result record of a server-side call gives no item (its call's item holds it)."""
-        store = self.ledger.store
+        store = self.runtime.store
         messages = self._messages()
         call_ids = [p.call_id for m in messages if m.role is Role.TOOL for p in m.parts if isinstance(p, ToolResultPart)]
         arts = {a.message_id: a for a in store.artifacts(self.scope, self.conversation_id, call_ids=call_ids)} if call_ids else {}
@@ -220,7 +220,7 @@ class ResponsesLog:
     def _raw_text(self, art: Any) -> str:
         if art.inline_text is not None:
             return str(art.inline_text)
-        return self.ledger.store.read_artifact_bytes(self.scope, art).decode("utf-8", errors="replace")
+        return self.runtime.store.read_artifact_bytes(self.scope, art).decode("utf-8", errors="replace")
 
     def items(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The history as Responses items, oldest first (the latest ``limit`` when given).
@@ -300,7 +300,7 @@ class ResponsesLog:
 
     def _record_message(self, m: ImportedMessage, item: dict[str, Any], meta: dict[str, Any], failed: bool) -> None:
         for raw in m.attachments.values():
-            self.ledger.store.blobs.put(raw)
+            self.runtime.store.blobs.put(raw)
         calls = [p for p in m.parts if isinstance(p, ToolCallPart)]
         result = next((p for p in m.parts if isinstance(p, ToolResultPart)), None)
         if result is not None:
@@ -337,7 +337,7 @@ class ResponsesLog:
             drop -= 1  # every record of the item
         popped: dict[str, Any] = next(items for _, _, items in reversed(entries) if items)[-1]
         first = entries[drop][0]
-        old_branch = self.ledger.store.get_conversation(self.scope, self.conversation_id).active_branch_id
+        old_branch = self.runtime.store.get_conversation(self.scope, self.conversation_id).active_branch_id
         new_branch = self.recorder.fork(self.conversation_id, entries[drop - 1][0].id, name="history before a removed item").id if drop > 0 else self._empty_branch("history before a removed item")
         self._keys = None
         self.recorder.record_decision(
@@ -350,7 +350,7 @@ class ResponsesLog:
     def clear(self) -> None:
         """Empty the history: the conversation moves to a new empty branch; every record
         stays on the old one, and a PolicyDecision ``session_clear`` says so."""
-        old_branch = self.ledger.store.get_conversation(self.scope, self.conversation_id).active_branch_id
+        old_branch = self.runtime.store.get_conversation(self.scope, self.conversation_id).active_branch_id
         new_branch = self._empty_branch("cleared")
         self._keys = None
         self.recorder.record_decision(
@@ -362,7 +362,7 @@ class ResponsesLog:
     def _empty_branch(self, name: str) -> str:
         """A new root branch (inheriting nothing), made active; the conversation's system
         prompt, if any, is recorded on it again."""
-        store = self.ledger.store
+        store = self.runtime.store
         conv = store.get_conversation(self.scope, self.conversation_id)
         lineage = store.lineage(self.scope, conv.active_branch_id)
         head = [m for m in store.messages(self.scope, self.conversation_id, lineage, roles=[Role.SYSTEM.value]) if ITEMS_KEY not in m.metadata]
