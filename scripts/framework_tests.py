@@ -1,6 +1,7 @@
 """Run the frameworks' own tests that are generic against contextledger's adapters.
 
     python scripts/framework_tests.py agents      # OpenAI Agents SDK session tests vs LedgerSession
+    python scripts/framework_tests.py langchain   # LangChain middleware core tests with LedgerMiddleware added
 
 What it does (needs network: it downloads the source distribution of the installed
 version with ``pip download``, so it is not part of the offline test suite):
@@ -16,6 +17,13 @@ version with ``pip download``, so it is not part of the offline test suite):
    share their history, as SQLite sessions do);
 4. prints pytest's summary.  ``docs/adapters.md`` records the last run and why each
    excluded test is not generic.
+
+``langchain`` does the same with the ``langchain`` sdist: its middleware core tests
+(``tests/unit_tests/agents/middleware/core``: composition, ``wrap_model_call``, sync and
+async wrappers, the framework, overrides) run twice — as shipped, then with a plugin that
+adds a :class:`~contextledger.adapters.langchain.LedgerMiddleware` (budget 10^6 tokens)
+to every agent ``create_agent`` builds — so a failure caused by the adapter is told apart
+from one the environment causes anyway.
 """
 
 from __future__ import annotations
@@ -29,6 +37,14 @@ import tempfile
 from pathlib import Path
 
 TEST_DEPS = ["pytest-asyncio", "inline-snapshot", "asttokens", "executing"]
+LANGCHAIN_TEST_DEPS = [
+    "pytest-asyncio", "langchain-tests==1.1.9", "blockbuster", "forbiddenfruit", "syrupy", "vcrpy", "wrapt", "pytest-mock",
+    "pytest-recording", "pytest-socket",
+]
+LANGCHAIN_FILES = [
+    f"tests/unit_tests/agents/middleware/core/{name}.py"
+    for name in ("test_composition", "test_wrap_model_call", "test_sync_async_wrappers", "test_framework", "test_overrides")
+]
 AGENTS_FILES = ["tests/memory/test_session.py", "tests/memory/test_session_limit.py"]
 # SQLite internals (worker-thread connections, corrupt rows, file locks, rollback, closing):
 # not part of the Session protocol
@@ -78,6 +94,36 @@ def pytest_collection_modifyitems(items):
 '''
 
 
+LANGCHAIN_PLUGIN = '''
+import tempfile
+from pathlib import Path
+
+import langchain.agents
+import langchain.agents.factory as factory
+
+from contextledger.adapters.langchain import LedgerMiddleware
+from contextledger.ledger import Ledger
+
+_LEDGER = Ledger.open(home=Path(tempfile.mkdtemp(prefix="ledger-mw-")))  # opened before any event loop runs
+_original = factory.create_agent
+
+
+def create_agent(*args, middleware=(), **kwargs):
+    return _original(*args, middleware=[*middleware, LedgerMiddleware(_LEDGER, budget_tokens=1_000_000)], **kwargs)
+
+
+factory.create_agent = create_agent
+langchain.agents.create_agent = create_agent
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and getattr(module, "create_agent", None) is _original:
+            module.create_agent = create_agent
+'''
+
+
 def _sdist(name: str, workdir: Path) -> Path:
     version = importlib.metadata.version(name)
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q", "-d", str(workdir), f"{name}=={version}"], check=True)
@@ -99,8 +145,24 @@ def agents() -> int:
         return subprocess.run(cmd, cwd=root, check=False, env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{deps}"}).returncode
 
 
+def langchain() -> int:
+    """LangChain's middleware core tests, as shipped and with LedgerMiddleware added;
+    returns the exit code of the second run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        deps = Path(tmp) / "deps"
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(deps), *LANGCHAIN_TEST_DEPS], check=True)
+        root = _sdist("langchain", Path(tmp))
+        (root / "ledger_middleware_plugin.py").write_text(LANGCHAIN_PLUGIN, encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{deps}"}
+        base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-rf"]
+        print("== as shipped", flush=True)
+        subprocess.run([*base, *LANGCHAIN_FILES], cwd=root, check=False, env=env)
+        print("== with LedgerMiddleware in every agent", flush=True)
+        return subprocess.run([*base, "-p", "ledger_middleware_plugin", *LANGCHAIN_FILES], cwd=root, check=False, env=env).returncode
+
+
 if __name__ == "__main__":
-    targets = {"agents": agents}
+    targets = {"agents": agents, "langchain": langchain}
     if len(sys.argv) != 2 or sys.argv[1] not in targets:
         print(f"usage: python scripts/framework_tests.py {{{'|'.join(targets)}}}", file=sys.stderr)
         raise SystemExit(2)

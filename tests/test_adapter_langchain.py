@@ -146,6 +146,13 @@ def test_message_mapping_round_trip() -> None:
         WireMessage(role="tool", parts=(ToolResultPart(call_id="c1", text="boom", is_error=True),)),
     )))
     assert [(type(m).__name__, m.text) for m in back] == [("HumanMessage", "q"), ("AIMessage", "calling"), ("ToolMessage", "boom")]
+    # a text turn and the calls recorded after it come back as one AIMessage
+    split = from_neutral(NeutralRequest(messages=(
+        WireMessage(role="assistant", parts=(TextPart(text="checking"),)),
+        WireMessage(role="assistant", parts=(ToolCallPart(call_id="c2", tool_name="t", arguments_json="{}"),)),
+        WireMessage(role="tool", parts=(ToolResultPart(call_id="c2", text="ok"),)),
+    )))
+    assert [(type(m).__name__, m.text, len(getattr(m, "tool_calls", []))) for m in split] == [("AIMessage", "checking", 1), ("ToolMessage", "ok", 0)]
     assert back[0].name == "alice"
     assert back[1].tool_calls == [{"id": "c1", "name": "t", "args": {"_raw": "not json"}, "type": "tool_call"}]
     assert back[2].status == "error"

@@ -135,9 +135,10 @@ def from_neutral(request: NeutralRequest) -> list[AnyMessage]:
     """The assembled request's messages as LangChain messages (system blocks excluded).
 
     ``user`` → ``HumanMessage``, ``assistant`` → ``AIMessage`` with ``tool_calls``
-    (arguments parsed: a JSON object, ``{}`` for blank text, ``{"_raw": text}`` else),
-    each result → ``ToolMessage`` (``status="error"`` for a failed call).  Speaker labels
-    become ``name``.
+    (arguments parsed: a JSON object, ``{}`` for blank text, ``{"_raw": text}`` else; an
+    assistant text followed by the same speaker's calls is one ``AIMessage``, as the
+    model produced it), each result → ``ToolMessage`` (``status="error"`` for a failed
+    call).  Speaker labels become ``name``.
     """
     out: list[AnyMessage] = []
     for m in request.messages:
@@ -145,7 +146,11 @@ def from_neutral(request: NeutralRequest) -> list[AnyMessage]:
             out.append(HumanMessage(content=_text(m.parts), name=m.name))
         elif m.role == "assistant":
             calls = [{"id": p.call_id, "name": p.tool_name, "args": parse_tool_input(p.arguments_json), "type": "tool_call"} for p in m.parts if isinstance(p, ToolCallPart)]
-            out.append(AIMessage(content=_text(m.parts), tool_calls=calls, name=m.name))
+            text, last = _text(m.parts), out[-1] if out else None
+            if calls and not text and isinstance(last, AIMessage) and not last.tool_calls and last.name == m.name:
+                out[-1] = AIMessage(content=last.content, tool_calls=calls, name=m.name)  # one turn: its text, then its calls
+            else:
+                out.append(AIMessage(content=text, tool_calls=calls, name=m.name))
         else:
             for p in m.parts:
                 if isinstance(p, ToolResultPart):
