@@ -41,7 +41,7 @@ OVERSIZED: dict[str, int] = {
     "store/migrations/versions/0001_initial.py::upgrade": 328,
 }
 
-LOWER_LAYERS = ("assembly", "compaction", "explain", "graph", "ingest", "memory", "policy", "providers", "records", "store", "runtime")
+LOWER_LAYERS = ("assembly", "compaction", "explain", "graph", "ingest", "inspector", "memory", "policy", "providers", "records", "store", "runtime")
 """Packages (and modules) under the facade: they receive a Runtime, never a Ledger."""
 
 

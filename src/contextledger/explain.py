@@ -11,21 +11,29 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from contextledger.errors import ContextLedgerError, NotFoundError
+from contextledger.inspector.decisions import REASON_TEXT as _REASON_TEXT
+from contextledger.inspector.resolve import SOURCES, assembly_decisions
+from contextledger.inspector.whynot import WhyNotHit, why_not
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
     from contextledger.runtime import HasRuntime
     from contextledger.store.sql import SqlStore
 
-__all__ = ["explain_assembly", "render_explanation"]
+__all__ = ["explain_assembly", "render_explanation", "render_why_not", "why_not"]
 
 
 def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, record_id: str | None = None) -> dict[str, Any]:
     """A JSON-ready explanation of ``assembly_id``.
 
     Returns ``{"assembly_id", "policy_version", "assembler_version", "summary":
-    {reason: count}, "branch_excluded", "selected": [...], "records": {record_id:
-    [decision, ...]}}``; with ``record_id`` only that record's decisions.
+    {reason: count}, "branch_excluded", "selected": [...], "decision_source",
+    "decisions": [{record_id, kind, decision, reason, family, shape, bucket, detail,
+    notes}], "records": {record_id: [trace entry, ...]}}``; with ``record_id`` only that
+    record's ``decision`` and trace entries (``decisions``).  ``decisions`` holds one
+    outcome per record (raw / memory / stale_marker / reference / omitted) for every
+    assembly, traced or not (:func:`contextledger.inspector.resolve.assembly_decisions`;
+    ``decision_source`` says where they came from).
 
     Raises:
         NotFoundError: unknown assembly, or a ``record_id`` that names no record of the
@@ -33,6 +41,7 @@ def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, reco
     """
     store = source.runtime.store
     record, _payload = store.get_assembly(scope, assembly_id)
+    ds = assembly_decisions(source, scope, record)
     decisions = record.trace or []
     stored = store.decisions(scope, assembly_id=assembly_id)
     by_record: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -57,7 +66,10 @@ def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, reco
         "buckets": record.buckets,
         "selected": list(record.selected_refs),
         "trace_kept": record.trace is not None,
+        "decision_source": ds.source,
+        "decision_source_text": SOURCES[ds.source],
     }
+    final = ds.by_id()
     if record_id is not None:
         if record_id not in record.selected_refs and record_id not in by_record and not record_exists(store, scope, record.conversation_id, record_id):
             raise NotFoundError("record", record_id)
@@ -67,7 +79,9 @@ def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, reco
         retained = retention_note(store, scope, record_id)
         if retained is not None:
             out["retention"] = retained
+        out["decision"] = final[record_id].as_dict() if record_id in final else None
     else:
+        out["decisions"] = [d.as_dict() for d in ds.records]
         out["records"] = dict(sorted(by_record.items()))
     return out
 
@@ -110,24 +124,6 @@ def record_exists(store: SqlStore, scope: Scope, conversation_id: str, record_id
     return False
 
 
-_REASON_TEXT = {
-    "out_of_lineage": "on a branch outside the active lineage",
-    "participant_private": "private to another participant",
-    "audit_only": "audit-only (not promoted to model context)",
-    "not_promoted": "memory not promoted",
-    "privacy_restricted": "privacy class forbids sending the raw payload",
-    "provider_restricted": "provider routing forbids this privacy class",
-    "stale": "reduced to a stale marker line, or left out when the policy omits stale records",
-    "superseded": "superseded by a newer memory",
-    "budget": "did not fit the token budget",
-    "outside_window": "older than the candidate window (budget_tokens // 50 messages, at least 40, at most candidates.recent_window); only recalled evidence reaches further back",
-    "retention_deleted": "payload deleted by retention",
-    "runtime_only": "runtime-only (progress, meta, thinking)",
-    "replaced_by_memory": "raw result replaced by its compact memory",
-    "low_confidence": "low-confidence evidence dropped first",
-    "other_participant_tools": "another participant's tool call, shown as narration",
-    "rehydration_refused": "raw rehydration refused",
-}
 
 
 def render_explanation(expl: dict[str, Any]) -> str:
@@ -142,12 +138,27 @@ def render_explanation(expl: dict[str, Any]) -> str:
             lines.append(f"  {n:6d}  {reason}: {_REASON_TEXT.get(reason, reason)}")
     if expl.get("branch_excluded"):
         lines.append(f"branch exclusions (apart from budget): {expl['branch_excluded']}")
-    if "decisions" in expl:
+    if "record_id" in expl:
         lines.append(f"record {expl['record_id']}: {'in the payload' if expl['selected_in_payload'] else 'not in the payload'}")
         if expl.get("retention"):
             lines.append(f"  {expl['retention']}")
         for d in expl["decisions"]:
             lines.append(f"  - {d.get('family')}: {d.get('decision')} ({d.get('reason')}) {d.get('detail', '')}".rstrip())
-        if not expl["decisions"] and not expl["trace_kept"]:
-            lines.append("  (no per-record trace kept: assemble with --trace to record one)")
+        final = expl.get("decision")
+        if final:
+            lines.append(f"  outcome: {final['decision']} ({final['reason']}){' — ' + final['detail'] if final.get('detail') else ''}")
+        elif expl["decision_source"] == "summary_only":
+            lines.append(f"  (per-record decisions {SOURCES['summary_only']})")
+    return "\n".join(lines)
+
+
+def render_why_not(query: str, hits: list[WhyNotHit]) -> str:
+    """Human-readable lines for :func:`why_not` hits (one line per record)."""
+    if not hits:
+        return f"no recorded message, tool result or memory matches {query!r}"
+    lines = [f"{len(hits)} record{'s' if len(hits) != 1 else ''} match {query!r}:"]
+    for h in hits:
+        why = _REASON_TEXT.get(h.reason, h.detail or h.reason)
+        lines.append(f"  {h.record_id}  {h.kind:8s} {h.decision:12s} {h.reason}: {why}")
+        lines.append(f"      {h.excerpt}")
     return "\n".join(lines)

@@ -188,17 +188,52 @@ def _print_assembly(d: dict[str, object]) -> None:
 def explain_cmd(
     assembly: Annotated[str, typer.Argument(help="Assembly id.")],
     record: Annotated[str | None, typer.Option("--record", help="Explain one record.")] = None,
+    why_not: Annotated[str | None, typer.Option("--why-not", help="Every message, tool result or memory whose text or id contains TEXT, with its decision and reason in this request.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Why each record was included, shaped or omitted (by reason)."""
-    from contextledger.explain import render_explanation
+    from contextledger.explain import render_explanation, render_why_not
+    from contextledger.explain import why_not as find_why_not
 
     with fail_cleanly(as_json):
-        expl = state.ledger().explain(assembly, record_id=record, scope=_scope())
+        if record is not None and why_not is not None:
+            raise InputError("--record and --why-not exclude each other")
+        if why_not is not None:
+            ledger = state.ledger()
+            hits = find_why_not(ledger, _scope(), assembly, why_not)
+        else:
+            expl = state.ledger().explain(assembly, record_id=record, scope=_scope())
+    if why_not is not None:
+        if as_json:
+            emit_json([h.as_dict() for h in hits])
+        else:
+            console.print(render_why_not(why_not, hits), soft_wrap=True, markup=False)
+        return
     if as_json:
         emit_json(expl)
     else:
         console.print(render_explanation(expl), soft_wrap=True, markup=False)
+
+
+@app.command("messages")
+def messages_cmd(
+    conversation: Annotated[str, typer.Argument(help="Conversation id.")],
+    branch: Annotated[str | None, typer.Option("--branch", help="Only this branch's lineage (default: every branch).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List a conversation's messages with their ids (the ids other commands take)."""
+    from contextledger.inspector.views import message_rows
+
+    with fail_cleanly(as_json):
+        rows = message_rows(state.ledger(), _scope(), conversation, branch_id=branch)
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table("seq", "role", "kind", "branch", "text")
+    table.columns.insert(0, Column("message", no_wrap=True, min_width=30))
+    for r in rows:
+        table.add_row(r["message_id"], str(r["seq"]), r["role"], r["kind"], r["branch_id"], r["text"][:60])
+    console.print(table)
 
 
 @app.command("rehydrate")
@@ -313,6 +348,7 @@ def demo_cmd(
     console.print(render_explanation(expl), soft_wrap=True, markup=False)
     if keep or state.home:
         console.print(f"\ndata directory: {home} (per-record decisions: contextledger --home {home} explain {res.record.id} --json)")
+        console.print(f"open it in the inspector: contextledger --home {home} inspect {imp.conversation_id}")
     if problems:
         raise typer.Exit(1)
 
@@ -334,6 +370,7 @@ def _register_groups() -> None:
         bench_cmd,
         compact_cmd,
         encryption_cmd,
+        inspect_cmd,
         lifecycle_cmd,
         policy_cmd,
         search_cmd,
@@ -347,6 +384,7 @@ def _register_groups() -> None:
     app.add_typer(encryption_cmd.app, name="encryption")
     lifecycle_cmd.register(app)
     serve_cmd.register(app)
+    inspect_cmd.register(app)
 
 
 _register_groups()

@@ -423,6 +423,9 @@ class ContextAssembly(Record):
     exclusions are in ``omitted["out_of_lineage"]`` and reported apart from budget.
     ``replay_mode`` says how ``replay_tokens`` was measured: ``"exact"`` (the naive
     request serialized and counted) or ``"estimate"`` (sum of stored per-record counts).
+    ``record_decisions`` is the compact per-record outcome list
+    (:func:`contextledger.inspector.decisions.compact_decisions`) and ``lineage_max_seq``
+    the newest lineage ``seq`` the request could see, when the assembler recorded them.
     """
 
     id: str
@@ -457,6 +460,8 @@ class ContextAssembly(Record):
     over_budget: bool = False
     timings_ms: dict[str, float] = Field(default_factory=dict)
     trace: list[dict[str, Any]] | None = None
+    record_decisions: list[list[Any]] | None = None
+    lineage_max_seq: int | None = None
     payload_sha256: str | None = None
     created_at: datetime
 

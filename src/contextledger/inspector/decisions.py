@@ -1,0 +1,228 @@
+"""Per-record decisions of one assembly: what each candidate became in the request and why.
+
+Seed 000 §2.5 asks two questions of every request — why did the model see this, and why
+did it *not* see that — and §4.4 makes the ContextAssembly the record that answers them;
+seed 001 §9 names the answer a ContextPlan (``selected``, ``compressed``, ``dropped`` with
+a reason each).  The assembler's trace is the chain of verdicts a record went through (a
+shaping, an inclusion, a later budget drop, a restore …); :func:`reduce_trace` folds each
+chain into one :class:`RecordDecision`:
+
+* ``decision`` — ``raw`` (sent as recorded), ``memory`` (a compact form: extract, summary,
+  structured, diff), ``stale_marker`` (one line saying it is outdated, with a revalidation
+  hint), ``reference`` (an artifact reference instead of the bytes) or ``omitted``;
+* ``reason`` — for ``omitted`` and reshaped records a value of the closed
+  :class:`~contextledger.records.enums.OmissionReason` enumeration, the last one that
+  decided the record (the omission *summary* counts each record under its first reason,
+  as the assembler records it); ``selected`` / ``restored`` / ``recovery_protected`` /
+  ``exact_evidence_requested`` for records sent whole.
+
+Records the assembler does not load one by one — lineage history older than the candidate
+window, records on branches outside the lineage — are listed by id from the store
+(:func:`expand_uncounted`), never only counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextledger.records.enums import OmissionReason
+
+__all__ = [
+    "DECISIONS",
+    "REASON_TEXT",
+    "SHAPE_DECISION",
+    "RecordDecision",
+    "compact_decisions",
+    "expand_compact",
+    "reduce_trace",
+]
+
+DECISIONS = ("raw", "memory", "stale_marker", "reference", "omitted")
+"""The five outcomes of a candidate record, in the order pages list them."""
+
+SHAPE_DECISION: dict[str, str] = {
+    "raw": "raw",
+    "extract": "memory",
+    "summary": "memory",
+    "structured": "memory",
+    "diff": "memory",
+    "stale_marker": "stale_marker",
+    "reference": "reference",
+}
+"""The decision a record's shape in the payload amounts to."""
+
+_OMISSION_VALUES = frozenset(r.value for r in OmissionReason)
+
+REASON_TEXT: dict[str, str] = {
+    "out_of_lineage": "on a branch outside the active lineage",
+    "participant_private": "private to another participant",
+    "audit_only": "audit-only (not promoted to model context)",
+    "not_promoted": "memory not promoted",
+    "privacy_restricted": "privacy class forbids sending the raw payload",
+    "provider_restricted": "provider routing forbids this privacy class",
+    "stale": "reduced to a stale marker line, or left out when the policy omits stale records",
+    "superseded": "superseded by a newer memory",
+    "budget": "did not fit the token budget",
+    "outside_window": "older than the candidate window (budget_tokens // 50 messages, at least 40, at most candidates.recent_window); only recalled evidence reaches further back",
+    "retention_deleted": "payload deleted by retention",
+    "runtime_only": "runtime-only (progress, meta, thinking)",
+    "duplicate": "a duplicate of a record already sent",
+    "replaced_by_memory": "raw result replaced by its compact memory",
+    "compacted": "folded into a compaction summary",
+    "low_confidence": "low-confidence evidence dropped first",
+    "authority_overridden": "overridden by an instruction of higher authority",
+    "situational_not_matched": "a situational rule whose paths or tools this request does not touch",
+    "other_participant_tools": "another participant's tool call, shown as narration",
+    "rehydration_refused": "raw rehydration refused",
+    "unsupported_content": "content the provider format cannot carry",
+    "selected": "sent",
+    "restored": "dropped for budget, then restored when room was found",
+    "recovery_protected": "unresolved or failed tool state: never reduced",
+    "exact_evidence_requested": "raw bytes rehydrated: exact evidence was asked for",
+    "not_decided": "in the candidate window, but no decision was recorded for it",
+}
+"""One line per reason (the closed omission enumeration and the reasons for records sent)."""
+
+
+@dataclass(kw_only=True)
+class RecordDecision:
+    """The outcome of one record in one request.
+
+    Attributes:
+        record_id: the record (``msg_…``, ``art_…``, ``mem_…``, ``call_…``, a rule id, or
+            ``msg_…#part`` for a part of a message such as model reasoning).
+        kind: ``message``, ``artifact``, ``memory``, ``tool_call``, ``rule``, ``system``,
+            ``part``.
+        decision: one of :data:`DECISIONS`.
+        reason: see the module docstring.
+        family: the policy family that decided (``budget``, ``freshness`` …).
+        shape: the shape sent (``None`` when omitted).
+        bucket: the budget bucket its tokens were counted in (``None`` when omitted).
+        detail: the assembler's one-line explanation, if any.
+        notes: further verdicts on the way (``recovery_protected``, ``rehydrated``,
+            ``rehydration_refused: stale``, ``shaped: replaced_by_memory``).
+    """
+
+    record_id: str
+    kind: str
+    decision: str
+    reason: str
+    family: str = "budget"
+    shape: str | None = None
+    bucket: str | None = None
+    detail: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form (``record_id``, ``kind``, ``decision``, ``reason``, ``family``,
+        ``shape``, ``bucket``, ``detail``, ``notes``)."""
+        return {
+            "record_id": self.record_id, "kind": self.kind, "decision": self.decision, "reason": self.reason, "family": self.family,
+            "shape": self.shape, "bucket": self.bucket, "detail": self.detail, "notes": list(self.notes),
+        }
+
+
+def _apply(d: RecordDecision, e: dict[str, Any]) -> None:
+    """Fold one trace entry ``e`` into ``d`` (see :func:`reduce_trace`)."""
+    verdict, reason, shape = str(e.get("decision")), str(e.get("reason")), e.get("shape")
+    detail = e.get("detail")
+    if verdict == "include":
+        if reason == "restored":
+            d.decision = SHAPE_DECISION.get(d.shape or "", "memory" if d.kind == "memory" else "raw")
+            d.reason, d.family, d.detail = "restored", "budget", detail if isinstance(detail, str) else None
+            return
+        shaped = d.reason in _OMISSION_VALUES and d.decision not in ("omitted", "raw")
+        d.decision, d.shape = SHAPE_DECISION.get(str(shape), "raw"), str(shape) if shape else None
+        d.bucket = e.get("bucket") if isinstance(e.get("bucket"), str) else d.bucket
+        if d.decision == "raw" or not shaped:
+            if shaped:
+                d.notes.append(f"shaped: {d.reason}" + (f" ({d.detail})" if d.detail else ""))
+            d.reason, d.family, d.detail = "restored" if d.reason == "restored" else "selected", "budget", None
+        return
+    if verdict == "shape":
+        d.decision, d.shape = SHAPE_DECISION.get(str(shape), "memory"), str(shape) if shape else d.shape
+    elif verdict == "omit":
+        d.decision, d.shape, d.bucket = "omitted", None, None
+    elif verdict == "mark_stale":
+        d.decision, d.shape = "stale_marker", "stale_marker"
+        reason = OmissionReason.STALE.value
+    elif verdict == "protect":
+        d.notes.append("recovery_protected")
+        if d.decision == "":
+            d.decision, d.reason, d.family = "raw", reason, str(e.get("family"))
+        return
+    elif verdict == "rehydrate":
+        d.notes.append("rehydrated")
+        d.decision, d.shape, d.reason, d.family = "raw", "raw", reason, "rehydration"
+        return
+    elif verdict == "refuse":
+        cause = e.get("cause")
+        d.notes.append(f"rehydration_refused: {cause}" if cause else "rehydration_refused")
+        if d.reason == "exact_evidence_requested":  # a rehydration taken back: the memory stays
+            d.decision, d.shape, d.reason, d.family = "memory", "extract", OmissionReason.REPLACED_BY_MEMORY.value, "rehydration"
+        elif d.decision == "":
+            d.decision, d.reason, d.family = "omitted", reason, "rehydration"
+        return
+    else:  # mark_conflict and decisions added later: a note, not an outcome
+        d.notes.append(f"{verdict}: {reason}")
+        return
+    d.reason, d.family = reason, str(e.get("family"))
+    d.detail = detail if isinstance(detail, str) else None
+
+
+def reduce_trace(trace: Iterable[dict[str, Any]]) -> list[RecordDecision]:
+    """Fold an assembly trace into one :class:`RecordDecision` per record, in the order
+    records first appear.
+
+    Rules: an inclusion sets the decision from its shape (a non-raw shape keeps the
+    shaping reason that preceded it, a raw one is ``selected`` and keeps the shaping as a
+    note); a later omission wins over an inclusion; ``restored`` takes an omission back;
+    ``mark_stale`` makes a stale marker; a rehydration makes the record raw and a refused
+    one after it takes that back; recovery protection is a note.  Entries counting
+    records not loaded one by one (``count`` set) are skipped: see
+    :func:`expand_uncounted`.  Pure and deterministic (no store access).
+    """
+    out: dict[str, RecordDecision] = {}
+    for e in trace:
+        if "count" in e:
+            continue
+        rid = str(e["record_id"])
+        d = out.get(rid)
+        if d is None:
+            d = out[rid] = RecordDecision(record_id=rid, kind=str(e.get("record_kind", "")), decision="", reason="")
+        _apply(d, e)
+    for d in out.values():
+        if not d.decision:  # only notes: nothing decided its inclusion (never expected)
+            d.decision, d.reason = "omitted", d.reason or "not_decided"
+    return list(out.values())
+
+
+_COMPACT_FIELDS = ("record_id", "kind", "decision", "reason", "family", "shape", "bucket", "detail", "notes")
+
+
+def compact_decisions(decisions: Sequence[RecordDecision]) -> list[list[Any]]:
+    """The stored form of a decision list: one short array per record, in
+    :data:`_COMPACT_FIELDS` order, trailing empty fields left out (≈ 60–120 bytes a
+    record; the candidate set is bounded, so is the list)."""
+    rows: list[list[Any]] = []
+    for d in decisions:
+        row: list[Any] = [d.record_id, d.kind, d.decision, d.reason, d.family, d.shape, d.bucket, d.detail, list(d.notes) or None]
+        while row and row[-1] is None:
+            row.pop()
+        rows.append(row)
+    return rows
+
+
+def expand_compact(rows: Iterable[Sequence[Any]]) -> list[RecordDecision]:
+    """Inverse of :func:`compact_decisions`."""
+    out = []
+    for row in rows:
+        vals = dict(zip(_COMPACT_FIELDS, row, strict=False))
+        out.append(RecordDecision(
+            record_id=str(vals["record_id"]), kind=str(vals.get("kind") or ""), decision=str(vals.get("decision") or "omitted"),
+            reason=str(vals.get("reason") or ""), family=str(vals.get("family") or "budget"), shape=vals.get("shape"),
+            bucket=vals.get("bucket"), detail=vals.get("detail"), notes=list(vals.get("notes") or []),
+        ))
+    return out
