@@ -25,6 +25,7 @@ demo: $(VENV)/.installed-core
 	$(BIN)/contextledger demo
 
 test: $(VENV)/.installed-dev
+	bash .ci/chromium || true
 	$(BIN)/python -m pytest -n auto --dist loadfile
 
 lint: $(VENV)/.installed-dev

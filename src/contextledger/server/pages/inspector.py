@@ -102,6 +102,8 @@ def why_not_page(request: Request, assembly_id: str, scope: ScopeDep, q: str = "
     try:
         rec, _ = ledger.store.get_assembly(scope, assembly_id)
         hits = why_not(ledger, scope, assembly_id, q) if q.strip() else []
+    except NotFoundError as exc:
+        return _problem(request, exc)
     except InputError as exc:
         return render(request, "why_not.html", status_code=400, title="Why not?", rec=None, assembly_id=assembly_id, q=q, hits=[], error=str(exc), reason_text=REASON_TEXT)
     except ContextLedgerError as exc:

@@ -1,0 +1,66 @@
+"""The assembly page and ``explain --json`` agree on every record's decision, for the
+requests of five real transcripts of different agents (assembled without a trace)."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from conftest import real_data_dir
+from contextledger.cli.main import app as cli
+from contextledger.ledger import Ledger
+from contextledger.server.app import create_app
+from contextledger.server.settings import ServerSettings
+
+FILES = [
+    "claude-code-viewer-dkimuson/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+    "marot-spotter/tool_heavy.jsonl",
+    "aider-chat-history/afi-core.aider.chat.history.md",
+    "tau-bench-airline-gpt4o/task017_trial3_idx167.json",
+    "swe-agent/ctf__crypto__BabyEncryption.traj",
+]
+ROW = re.compile(r'<tr data-decision="([^"]*)" data-reason="([^"]*)">\s*<td><a class="id" href="/records/([^"?]+)\?')
+
+
+def page_decisions(client: TestClient, assembly_id: str) -> list[tuple[str, str, str]]:
+    res = client.get(f"/assemblies/{assembly_id}")
+    assert res.status_code == 200
+    return [(html.unescape(rid), d, html.unescape(r)) for d, r, rid in ROW.findall(res.text)]
+
+
+def test_page_and_explain_json_agree_on_every_record(tmp_path: Path) -> None:
+    led = Ledger.open(home=tmp_path)
+    made = []
+    for name in FILES:
+        conv = led.import_file(real_data_dir() / name).conversation_id
+        for provider, budget in (("anthropic", 4000), ("openai-chat", 16000)):
+            made.append(led.assemble(conv, provider=provider, budget_tokens=budget).record.id)
+    runner = CliRunner()
+    with TestClient(create_app(ServerSettings(), ledger=led)) as client:
+        for asm in made:
+            res = runner.invoke(cli, ["--home", str(tmp_path), "explain", asm, "--json"])
+            assert res.exit_code == 0, res.output
+            expl = json.loads(res.stdout)
+            assert expl["decision_source"] == "recomputed"
+            from_cli = [(d["record_id"], d["decision"], d["reason"]) for d in expl["decisions"]]
+            assert from_cli, asm
+            assert page_decisions(client, asm) == from_cli, asm
+            # every omission counted in the summary is listed by id on both
+            listed = {r: sum(1 for _, d, x in from_cli if d == "omitted" and x == r) for r in ("outside_window", "out_of_lineage")}
+            assert listed == {r: expl["summary"].get(r, 0) for r in listed}, asm
+    led.close()
+
+
+@pytest.mark.parametrize("path", ["/assemblies/asm_nope", "/assemblies/asm_nope/why-not?q=x", "/conversations/conv_nope", "/records/msg_nope"])
+def test_unknown_ids_are_404_pages(tmp_path: Path, path: str) -> None:
+    led = Ledger.open(home=tmp_path)
+    with TestClient(create_app(ServerSettings(), ledger=led)) as client:
+        res = client.get(path)
+        assert res.status_code == 404 and res.headers["content-type"].startswith("text/html") and "not found" in res.text.lower()
+    led.close()
