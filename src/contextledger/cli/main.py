@@ -229,6 +229,8 @@ def messages_cmd(
     if as_json:
         emit_json(rows)
         return
+    from rich.table import Column, Table
+
     table = Table("seq", "role", "kind", "branch", "text")
     table.columns.insert(0, Column("message", no_wrap=True, min_width=30))
     for r in rows:
