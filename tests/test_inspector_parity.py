@@ -64,3 +64,20 @@ def test_unknown_ids_are_404_pages(tmp_path: Path, path: str) -> None:
         res = client.get(path)
         assert res.status_code == 404 and res.headers["content-type"].startswith("text/html") and "not found" in res.text.lower()
     led.close()
+
+
+def test_bench_page_shows_the_report_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    led = Ledger.open(home=tmp_path)
+    with TestClient(create_app(ServerSettings(), ledger=led)) as client:
+        monkeypatch.delenv("CONTEXTLEDGER_BENCH_DIR", raising=False)
+        assert "No report folder given" in client.get("/bench").text
+        monkeypatch.setenv("CONTEXTLEDGER_BENCH_DIR", str(docs))
+        page = client.get("/bench").text
+        assert '<img src="/bench/files/bench-real-tokens.png"' in page and '<img src="/bench/files/bench-scale-latest/bench-scale-latency.png"' in page
+        assert "<th scope=\"col\">contextledger</th>" in page  # the scenario table's columns
+        png = client.get("/bench/files/bench-real-tokens.png")
+        assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+        assert client.get("/bench/files/../README.md").status_code == 404
+        assert client.get("/bench/files/benchmark.md").status_code == 404
+    led.close()

@@ -6,7 +6,9 @@ the printed address answers as soon as it is shown.  Register with :func:`regist
 
 from __future__ import annotations
 
+import os
 import socket
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -20,6 +22,7 @@ __all__ = ["inspect", "register"]
 def inspect(
     conversation: Annotated[str | None, typer.Argument(help="Open this conversation (default: the list of conversations).")] = None,
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 0,
+    bench: Annotated[Path | None, typer.Option("--bench", help="A benchmark report folder (contextledger bench … --out DIR) to show on /bench.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the URL as JSON before serving.")] = False,
 ) -> None:
     """Serve the inspector (and the whole service) on 127.0.0.1 and print its URL."""
@@ -30,6 +33,10 @@ def inspect(
             from contextledger.server.settings import ServerSettings
         except ImportError as exc:
             raise InputError(f"the inspector needs the server extra: pip install 'contextledger[server]' ({exc.name} is missing)") from None
+        if bench is not None:
+            if not bench.is_dir():
+                raise InputError(f"--bench {bench}: not a folder")
+            os.environ["CONTEXTLEDGER_BENCH_DIR"] = str(bench.resolve())
         ledger = state.ledger()  # migrates once; an unknown conversation fails here (exit 3)
         scope = ledger.scope(state.tenant)
         if conversation is not None:
