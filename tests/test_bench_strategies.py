@@ -25,6 +25,7 @@ from contextledger.bench.strategies import (
     LangChainTrimStrategy,
     LastNStrategy,
     OpenAISessionLimitStrategy,
+    OpenAIToolOutputTrimmerStrategy,
     ReplayStrategy,
     Strategy,
     all_strategies,
@@ -190,6 +191,7 @@ def test_all_strategies_fixed_order_and_protocol() -> None:
         "autogen_token_limited",
         "anthropic_clear_tool_uses",
         "openai_session_limit",
+        "openai_tool_output_trimmer",
     ]
     assert all(isinstance(s, Strategy) for s in strategies)
 
@@ -441,6 +443,24 @@ def test_openai_session_limit_drops_an_unanswered_call() -> None:
     )
     out = OpenAISessionLimitStrategy(limit=2).reduce(replay, budget_tokens=BUDGET, count_tokens=count_tokens)
     assert kept(out, replay) == [0, 2]
+
+
+def test_openai_tool_output_trimmer_trims_old_outputs_and_keeps_every_pair() -> None:
+    """The SDK's trimmer: older outputs above 500 characters become a 200-character
+    preview; with the defaults (two recent turns kept) the transcript is still over 600
+    tokens, so one recent turn is kept; nothing is dropped, every pair stays."""
+    replay = transcript()
+    out = OpenAIToolOutputTrimmerStrategy().reduce(replay, budget_tokens=BUDGET, count_tokens=count_tokens)
+    assert [m.role for m in out.messages] == [m.role for m in replay.messages]
+    assert pairing(out) == (set(), set())
+    texts = result_texts(out)
+    for call_id, tool, chars in (("c1", "read_file", len(_long("parser.py", 40))), ("c4", "search", len(_long("match", 40)))):
+        assert (texts[call_id] or "").startswith(f"[Trimmed: {tool} output — {chars} chars → 200 char preview]\n"), call_id
+    assert (texts["c3"], texts["c5"]) == (result_texts(replay)["c3"], "2 passed")  # short outputs untouched
+    assert [p.is_error for m in out.messages for p in m.parts if isinstance(p, ToolResultPart)] == [False, False, True, False, False]
+    assert count_tokens(out) <= BUDGET
+    defaults = OpenAIToolOutputTrimmerStrategy._trim(replay, 2)  # the last two user turns untouched
+    assert result_texts(defaults)["c4"] == result_texts(replay)["c4"] and count_tokens(defaults) > BUDGET
 
 
 def rich() -> NeutralRequest:

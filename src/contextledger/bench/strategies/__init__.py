@@ -2,7 +2,8 @@
 
 Each strategy reduces a whole transcript to what a naive or framework-based agent would
 send for the next model call under the same token budget, running the real peer libraries
-offline (LangChain, autogen-core, OpenAI Agents SDK) or, for Anthropic's server-side edit,
+offline (LangChain, autogen-core, the OpenAI Agents SDK's session limit and its
+``ToolOutputTrimmer``) or, for Anthropic's server-side edit,
 a local re-implementation (seed 000 § 6 prior art, measured as in § 9.1).
 contextledger's own assembler is not listed here; the benchmark harness adds it.
 """
@@ -21,6 +22,9 @@ from contextledger.bench.strategies.langchain_summarization import LangChainSumm
 from contextledger.bench.strategies.langchain_trim import LangChainTrimStrategy
 from contextledger.bench.strategies.last_n import LastNStrategy
 from contextledger.bench.strategies.openai_session_limit import OpenAISessionLimitStrategy
+from contextledger.bench.strategies.openai_tool_output_trimmer import (
+    OpenAIToolOutputTrimmerStrategy,
+)
 from contextledger.bench.strategies.replay import ReplayStrategy
 
 __all__ = [
@@ -34,6 +38,7 @@ __all__ = [
     "LangChainTrimStrategy",
     "LastNStrategy",
     "OpenAISessionLimitStrategy",
+    "OpenAIToolOutputTrimmerStrategy",
     "ReplayStrategy",
     "Strategy",
     "all_strategies",
@@ -45,7 +50,8 @@ def all_strategies() -> list[Strategy]:
 
     ``replay``, ``last_n``, ``langchain_trim``, ``langchain_summarization``,
     ``langchain_clear_tool_uses``, ``autogen_buffered``, ``autogen_head_and_tail``,
-    ``autogen_token_limited``, ``anthropic_clear_tool_uses``, ``openai_session_limit``.
+    ``autogen_token_limited``, ``anthropic_clear_tool_uses``, ``openai_session_limit``,
+    ``openai_tool_output_trimmer``.
     """
     return [
         ReplayStrategy(),
@@ -58,4 +64,5 @@ def all_strategies() -> list[Strategy]:
         AutogenTokenLimitedStrategy(),
         AnthropicClearToolUsesStrategy(),
         OpenAISessionLimitStrategy(),
+        OpenAIToolOutputTrimmerStrategy(),
     ]
