@@ -61,7 +61,7 @@ def test_from_the_list_to_an_omitted_record_a_why_not_and_raw_bytes(site: tuple[
     screenshot(page, "02-conversation")
     page.get_by_role("link", name=asm).first.click()
     assert page.url.endswith(f"/assemblies/{asm}")
-    assert "recomputed" in page.locator(".source").inner_text()
+    assert "stored with the assembly" in page.locator(".source").inner_text()
     if os.environ.get("CONTEXTLEDGER_DOCS_SCREENSHOTS"):
         DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
         shutil.copy(screenshot(page, "03-assembly"), DOCS_SCREENSHOT)

@@ -10,18 +10,19 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import real_data_dir
-from contextledger.cli.common import EXIT_INPUT, EXIT_NOT_FOUND
-from contextledger.cli.main import app
-from contextledger.errors import InputError, NotFoundError
-from contextledger.inspector.decisions import (
+from contextledger.assembly.decisions import (
     RecordDecision,
     compact_decisions,
     expand_compact,
     reduce_trace,
 )
+from contextledger.cli.common import EXIT_INPUT, EXIT_NOT_FOUND
+from contextledger.cli.main import app
+from contextledger.errors import InputError, NotFoundError
 from contextledger.inspector.resolve import assembly_decisions
 from contextledger.inspector.whynot import why_not
 from contextledger.ledger import Ledger
+from contextledger.records.models import ContextAssembly
 
 BRANCHY = real_data_dir() / "claude-code-viewer-dkimuson" / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
 LONG = real_data_dir() / "aider-chat-history" / "afi-core.aider.chat.history.md"
@@ -89,16 +90,25 @@ def branchy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, s
     return home, imp.conversation_id, traced, plain
 
 
-def test_an_untraced_assembly_is_recomputed_and_verified_to_the_traced_decisions(branchy: tuple[Path, str, str, str]) -> None:
+def _without_stored(led: Ledger, assembly_id: str, *, keep_trace: bool) -> ContextAssembly:
+    """The stored record as an assembly recorded before per-record decisions were kept."""
+    rec = led.runtime.store.get_assembly(led.scope(), assembly_id)[0]
+    return rec.model_copy(update={"record_decisions": None, **({} if keep_trace else {"trace": None})})
+
+
+def test_every_assembly_stores_its_decisions_and_they_equal_the_trace_and_a_recomputation(branchy: tuple[Path, str, str, str]) -> None:
     home, _, traced, plain = branchy
     led = Ledger.open(home=home)
     try:
-        a, b = assembly_decisions(led, led.scope(), traced), assembly_decisions(led, led.scope(), plain)
-        assert (a.source, b.source) == ("trace", "recomputed")
-        assert [d.as_dict() for d in a.records] == [d.as_dict() for d in b.records]
+        stored = assembly_decisions(led, led.scope(), plain)
+        from_trace = assembly_decisions(led, led.scope(), _without_stored(led, traced, keep_trace=True))
+        recomputed = assembly_decisions(led, led.scope(), _without_stored(led, plain, keep_trace=False))
+        assert (stored.source, from_trace.source, recomputed.source) == ("stored", "trace", "recomputed")
+        assert [d.as_dict() for d in stored.records] == [d.as_dict() for d in from_trace.records] == [d.as_dict() for d in recomputed.records]
+        assert stored.watermark == recomputed.watermark is not None
         # every record of the other branches is listed by id, as many as the assembly counted
-        listed = [d for d in b.records if d.reason == "out_of_lineage"]
-        assert len(listed) == b.assembly.omitted["out_of_lineage"] == 36
+        listed = [d for d in stored.records if d.reason == "out_of_lineage"]
+        assert len(listed) == stored.assembly.omitted["out_of_lineage"] == 36
         assert {d.kind for d in listed} == {"message", "artifact", "memory"}
     finally:
         led.close()
@@ -122,10 +132,13 @@ def test_a_graph_changed_since_is_never_recomputed(tmp_path: Path) -> None:
     try:
         conv = led.import_file(real_data_dir() / "marot-spotter" / "short.jsonl").conversation_id
         rec = led.assemble(conv, provider="openai-chat", budget_tokens=3000).record
-        assert assembly_decisions(led, led.scope(), rec.id).source == "recomputed"
+        legacy = _without_stored(led, rec.id, keep_trace=False)
+        assert assembly_decisions(led, led.scope(), legacy).source == "recomputed"
         led.recorder().record_message(conv, "user", "one more question")
-        ds = assembly_decisions(led, led.scope(), rec.id)
+        ds = assembly_decisions(led, led.scope(), legacy)
         assert ds.source == "summary_only" and ds.records == []
+        # the stored list does not depend on the graph staying unchanged
+        assert assembly_decisions(led, led.scope(), rec.id).source == "stored"
     finally:
         led.close()
 
@@ -168,7 +181,7 @@ def test_cli_why_not_messages_and_unknown_ids(branchy: tuple[Path, str, str, str
     assert hits and all({"record_id", "kind", "decision", "reason"} <= set(h) for h in hits)
     res = runner.invoke(app, ["--home", str(home), "explain", plain, "--json"])
     expl = json.loads(res.stdout)
-    assert expl["decision_source"] == "recomputed" and len(expl["decisions"]) > 40
+    assert expl["decision_source"] == "stored" and len(expl["decisions"]) > 40
     res = runner.invoke(app, ["--home", str(home), "messages", conv, "--json"])
     rows = json.loads(res.stdout)
     assert res.exit_code == 0 and len(rows) == 45 and all(r["message_id"].startswith("msg_") for r in rows)

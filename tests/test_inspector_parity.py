@@ -47,7 +47,7 @@ def test_page_and_explain_json_agree_on_every_record(tmp_path: Path) -> None:
             res = runner.invoke(cli, ["--home", str(tmp_path), "explain", asm, "--json"])
             assert res.exit_code == 0, res.output
             expl = json.loads(res.stdout)
-            assert expl["decision_source"] == "recomputed"
+            assert expl["decision_source"] == "stored"
             from_cli = [(d["record_id"], d["decision"], d["reason"]) for d in expl["decisions"]]
             assert from_cli, asm
             assert page_decisions(client, asm) == from_cli, asm

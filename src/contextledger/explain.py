@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from contextledger.assembly.decisions import REASON_TEXT as _REASON_TEXT
 from contextledger.errors import ContextLedgerError, NotFoundError
-from contextledger.inspector.decisions import REASON_TEXT as _REASON_TEXT
 from contextledger.inspector.resolve import SOURCES, assembly_decisions
 from contextledger.inspector.whynot import WhyNotHit, why_not
 from contextledger.store.base import Scope

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from contextledger.assembly.decisions import compact_decisions, reduce_trace
 from contextledger.assembly.pieces import Piece
 from contextledger.ids import new_id
 from contextledger.providers.base import NeutralRequest, ToolSchema
@@ -162,6 +163,8 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
         over_budget=a.tokens > b.budget,
         timings_ms=a.timings_ms,
         trace=ev.decisions if (keep_trace or policy.trace.keep_trace) else None,
+        record_decisions=compact_decisions(reduce_trace(ev.decisions)),
+        lineage_max_seq=max((m.seq for m in cands.messages), default=None),
         payload_sha256="sha256:" + hashlib.sha256(json.dumps(a.payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
         created_at=datetime.now(UTC),
     )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from contextledger.inspector.decisions import DECISIONS, RecordDecision
+from contextledger.assembly.decisions import DECISIONS, RecordDecision
 from contextledger.inspector.resolve import DecisionSet, assembly_decisions
 from contextledger.records.models import ContextAssembly, PolicyDecision
 from contextledger.store import schema as S

@@ -5,7 +5,7 @@ In order of preference (the page and ``explain --json`` say which one answered):
 1. ``stored`` — the compact per-record list the assembler keeps on every
    :class:`~contextledger.records.models.ContextAssembly` (``record_decisions``);
 2. ``trace`` — the full trace of an assembly made with ``--trace`` (or under a policy that
-   keeps traces), folded by :func:`~contextledger.inspector.decisions.reduce_trace`;
+   keeps traces), folded by :func:`~contextledger.assembly.decisions.reduce_trace`;
 3. ``recomputed`` — the assembly made again from the ledger with the same conversation,
    branch, participant, provider, budget, policy version and ``now`` (seed 000 §5.6:
    same graph + policy version + ``now`` ⇒ same selection), accepted only when the new
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from contextledger.inspector.decisions import RecordDecision, expand_compact, reduce_trace
+from contextledger.assembly.decisions import RecordDecision, expand_compact, reduce_trace
 from contextledger.records.enums import OmissionReason
 from contextledger.records.models import ContextAssembly
 from contextledger.store import schema as S

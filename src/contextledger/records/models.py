@@ -424,7 +424,7 @@ class ContextAssembly(Record):
     ``replay_mode`` says how ``replay_tokens`` was measured: ``"exact"`` (the naive
     request serialized and counted) or ``"estimate"`` (sum of stored per-record counts).
     ``record_decisions`` is the compact per-record outcome list
-    (:func:`contextledger.inspector.decisions.compact_decisions`) and ``lineage_max_seq``
+    (:func:`contextledger.assembly.decisions.compact_decisions`) and ``lineage_max_seq``
     the newest lineage ``seq`` the request could see, when the assembler recorded them.
     """
 

@@ -24,9 +24,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
+from contextledger.assembly.decisions import DECISIONS, REASON_TEXT
 from contextledger.errors import ContextLedgerError, InputError, NotFoundError
 from contextledger.inspector.assembly_view import assembly_view
-from contextledger.inspector.decisions import DECISIONS, REASON_TEXT
 from contextledger.inspector.provenance import artifact_view, memory_chain
 from contextledger.inspector.resolve import SOURCES
 from contextledger.inspector.views import (
