@@ -139,3 +139,30 @@ def test_a_conversation_page_follows_new_requests(site: tuple[str, Ledger, str, 
     page.get_by_role("link", name=new).first.wait_for()
     assert page.locator(".timeline li").count() == before + 1
     assert "Updated" in page.locator("#live-status").inner_text()
+
+
+def test_a_keyed_service_signs_the_browser_in_and_out(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> None:
+    from contextledger.server.keys import create_key
+
+    led = Ledger.open(home=tmp_path_factory.mktemp("keyed"))
+    try:
+        conv = led.import_file(SESSION).conversation_id
+        key, _ = create_key(led, "default")
+        with serve_in_thread(create_app(ServerSettings(), ledger=led)) as base:
+            ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+            pg = ctx.new_page()
+            pg.goto(f"{base}/conversations/{conv}")
+            assert "/sign-in?next=" in pg.url and pg.get_by_role("heading", name="Sign in").is_visible()
+            pg.get_by_label("API key").fill("clk_not_a_key")
+            pg.get_by_role("button", name="Sign in").click()
+            assert pg.get_by_role("alert").inner_text() == "unknown or revoked API key"
+            pg.get_by_label("API key").fill(key)
+            pg.get_by_role("button", name="Sign in").click()
+            assert pg.url == f"{base}/conversations/{conv}" and pg.get_by_role("heading", name="Branches").is_visible()
+            assert serious_violations(pg) == []
+            pg.get_by_role("button", name="Sign out").click()
+            pg.goto(f"{base}/")
+            assert "/sign-in" in pg.url
+            ctx.close()
+    finally:
+        led.close()

@@ -21,7 +21,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -82,8 +82,10 @@ def install_problem_handlers(app: FastAPI) -> None:
         status, title, kind = _status_of(exc)
         return problem_response(status, title, str(exc), kind=kind, instance=request.url.path)
 
-    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+    async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 303 and exc.headers and "Location" in exc.headers:
+            return RedirectResponse(exc.headers["Location"], status_code=303)
         title = {401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed"}.get(exc.status_code, "HTTP error")
         headers = dict(exc.headers or {})
         return problem_response(exc.status_code, title, str(exc.detail) if exc.detail else None, instance=request.url.path, headers=headers or None)

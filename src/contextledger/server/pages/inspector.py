@@ -14,7 +14,7 @@ Pages (server-rendered HTML; one small script for filters-on-change and live upd
 * ``/records/{id}?assembly=…`` — one record: its decision in that request, its content and
   its provenance (memory → artifact → raw bytes, sha256 verified).
 
-Every page acts for the caller's tenant (:func:`~contextledger.server.deps.tenant_scope`).
+Every page acts for the caller's tenant (:func:`~contextledger.server.deps.page_scope`: key header, sign-in cookie, or keyless on loopback).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from contextledger.inspector.views import (
     visible_text,
 )
 from contextledger.inspector.whynot import why_not
-from contextledger.server.deps import ledger_of, tenant_scope
+from contextledger.server.deps import ledger_of, page_scope
 from contextledger.server.html import render, static_router
 from contextledger.store.base import Scope
 
@@ -44,7 +44,7 @@ __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
 router.include_router(static_router)
-ScopeDep = Annotated[Scope, Depends(tenant_scope)]
+ScopeDep = Annotated[Scope, Depends(page_scope)]
 
 
 def _problem(request: Request, exc: ContextLedgerError) -> HTMLResponse:
