@@ -1,4 +1,4 @@
-"""``contextledger bench scenarios | recall | real | scale | proxy``.
+"""``contextledger bench scenarios | recall | real | scale | record | proxy``.
 
 Each command runs one benchmark, writes ``bench-<kind>.json``, ``bench-<kind>.md`` and
 its PNG plot into ``--out`` (default ``./bench-results``) and prints the Markdown tables,
@@ -204,6 +204,40 @@ def scale(
         shapes = list(SHAPES) if shape == "all" else [shape]
         points = run_scale(_ints(sizes, "--sizes"), backends=backend or ["sqlite"], pg_url=pg, runs=runs, shapes=shapes)
     _finish(build_report("scale", [], scale=[p.as_dict() for p in points]), out, as_json)
+
+
+@app.command("record")
+def record(
+    data: Annotated[Path | None, typer.Option("--data", help="Folder with manifest.json (default: ../shared/data/real or $CONTEXTLEDGER_REAL_DATA).")] = None,
+    exchanges: Annotated[int, typer.Option("--exchanges", min=1, help="Real tool exchanges recorded by each system.")] = 5000,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Alternating rounds (each system records every exchange once per round).")] = 3,
+    system: Annotated[list[str] | None, typer.Option("--system", help="Only this system (repeatable): contextledger batched, contextledger live, openai-agents SQLiteSession, langgraph SqliteSaver, bare sqlite.")] = None,
+    embeddings: Annotated[bool, typer.Option("--embeddings", help="Keep the semantic index's embeddings on while recording (default off: no peer embeds).")] = False,
+    as_json: JsonOpt = False,
+    out: OutOpt = _DEFAULT_OUT,
+) -> None:
+    """Recording throughput, live per-exchange latency and bytes on disk of real tool
+    exchanges: contextledger's batched and live paths next to the OpenAI Agents SDK's
+    SQLiteSession, LangGraph's SqliteSaver and a bare SQLite insert, on the same bytes."""
+    import json
+
+    root = data or Path(os.environ.get("CONTEXTLEDGER_REAL_DATA", "../shared/data/real"))
+    if not embeddings:
+        os.environ["CONTEXTLEDGER_EMBEDDINGS"] = "off"
+    with fail_cleanly(as_json), _extras():
+        from contextledger.bench.record import real_exchanges, record_markdown, run_record
+        from contextledger.bench.report import machine_info, versions
+
+        xs = real_exchanges(root, exchanges)
+        rows = run_record(xs, rounds=rounds, systems=system or None)
+        report = {"kind": "record", "exchanges": len(xs), "embeddings": embeddings, "rows": [r.as_dict() for r in rows], "machine": machine_info(), "versions": versions()}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench-record.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        (out / "bench-record.md").write_text("# Recording\n\n" + record_markdown(rows, len(xs)), encoding="utf-8")
+    if as_json:
+        emit_json(report)
+    else:
+        console.print(record_markdown(rows, len(xs)), markup=False, soft_wrap=True)
 
 
 @app.command("proxy")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from contextledger.records.models import ToolMemory
 
@@ -33,6 +34,7 @@ STOPWORDS = _STOP
 _SUFFIXES = ("ing", "ed", "al", "s")
 
 
+@lru_cache(maxsize=65536)
 def normalize_term(word: str) -> str:
     """Fold one lower-case word: strip one of ``ing``/``ed``/``al``/``s`` (not ``ss``)
     when at least four characters remain, then a trailing ``e``.  ``renewal`` →

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from contextledger.memory.terms import STOPWORDS, normalize_term
 
@@ -54,7 +55,9 @@ def _fold(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     if text.isascii():
         return text
-    return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c) or c in "\u3099\u309a")
+    nfd = unicodedata.normalize("NFD", text)
+    marks: dict[int, str | int | None] = {ord(c): None for c in set(nfd) if unicodedata.combining(c) and c not in "\u3099\u309a"}
+    return nfd.translate(marks) if marks else nfd
 
 
 def _cjk(run: str, out: dict[str, None]) -> None:
@@ -79,21 +82,33 @@ def _word(part: str, out: dict[str, None]) -> None:
         out.setdefault(low if low.isdigit() else normalize_term(low), None)
 
 
+_CODE = re.compile(r"([A-Za-z]{1,6})(\d{2,6})")
+_PATH_SEP = re.compile(r"[/\\]")
+
+
 def _chunk(chunk: str, out: dict[str, None]) -> None:
+    for t in _chunk_tokens(chunk):
+        out.setdefault(t, None)
+
+
+@lru_cache(maxsize=65536)
+def _chunk_tokens(chunk: str) -> tuple[str, ...]:
+    """The tokens of one chunk in order (memoised: logs and code repeat their chunks)."""
+    out: dict[str, None] = {}
     chunk = chunk.strip("_.:/\\-")
     if not chunk:
-        return
+        return ()
     parts = [p for p in _SPLIT.split(chunk) if p]
     if len(parts) > 1:
         whole = "_".join(parts).lower()
         if len(whole) <= MAX_TOKEN_LENGTH:
             out.setdefault(whole, None)
         if "/" in chunk or "\\" in chunk:
-            name = _SPLIT.split(re.split(r"[/\\]", chunk)[-1])
+            name = _SPLIT.split(_PATH_SEP.split(chunk)[-1])
             if len(name) > 1:
                 out.setdefault("_".join(name).lower()[:MAX_TOKEN_LENGTH], None)
     for p in parts:
-        m = re.fullmatch(r"([A-Za-z]{1,6})(\d{2,6})", p)
+        m = _CODE.fullmatch(p)
         if m:  # E501, TS2345, CVE2024 …: whole, letters, digits
             out.setdefault(p.lower(), None)
             if len(m.group(1)) > 1:
@@ -101,6 +116,7 @@ def _chunk(chunk: str, out: dict[str, None]) -> None:
             out.setdefault(m.group(2), None)
             continue
         _word(p, out)
+    return tuple(out)
 
 
 def tokens(text: str, *, limit: int = MAX_DOC_TOKENS) -> list[str]:

@@ -8,6 +8,7 @@ counters are kept exact by :class:`~contextledger.store.counter_writes.CounterWr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -218,27 +219,28 @@ class Writer:
         )
 
     # -- transcript ------------------------------------------------------------------
+    @staticmethod
+    def message_row(m: Message) -> dict[str, Any]:
+        """The ``messages`` row of ``m``."""
+        return {
+            "id": m.id,
+            "tenant_id": m.tenant_id,
+            "conversation_id": m.conversation_id,
+            "branch_id": m.branch_id,
+            "seq": m.seq,
+            "role": m.role.value,
+            "kind": m.kind.value,
+            "participant_id": m.participant_id,
+            "visibility": m.visibility.value,
+            "token_count": m.token_count,
+            "content_key": m.content_key,
+            "body": record_body(m),
+        }
+
     def add_message(self, m: Message) -> bool:
         """Insert a message; returns ``False`` when its ``content_key`` was already recorded."""
         self._child(m)
-        inserted = self._insert(
-            S.messages,
-            {
-                "id": m.id,
-                "tenant_id": m.tenant_id,
-                "conversation_id": m.conversation_id,
-                "branch_id": m.branch_id,
-                "seq": m.seq,
-                "role": m.role.value,
-                "kind": m.kind.value,
-                "participant_id": m.participant_id,
-                "visibility": m.visibility.value,
-                "token_count": m.token_count,
-                "content_key": m.content_key,
-                "body": record_body(m),
-            },
-            ignore_conflict=m.content_key is not None,
-        )
+        inserted = self._insert(S.messages, self.message_row(m), ignore_conflict=m.content_key is not None)
         if inserted:
             self._counters.count(m.conversation_id, m.branch_id, m.seq, "message", m.token_count)
         return inserted
@@ -258,57 +260,59 @@ class Writer:
             },
         )
 
+    @staticmethod
+    def tool_call_row(call: ToolCall) -> dict[str, Any]:
+        """The ``tool_calls`` row of ``call``."""
+        return {
+            "id": call.id,
+            "tenant_id": call.tenant_id,
+            "conversation_id": call.conversation_id,
+            "branch_id": call.branch_id,
+            "seq": call.seq,
+            "call_id": call.call_id,
+            "tool_name": call.tool_name,
+            "status": call.status.value,
+            "message_id": call.message_id,
+            "participant_id": call.participant_id,
+            "body": record_body(call),
+        }
+
     def add_tool_call(self, call: ToolCall) -> bool:
         """Insert a tool call; ``False`` when its ``call_id`` is already recorded (idempotent)."""
         self._child(call)
-        return self._insert(
-            S.tool_calls,
-            {
-                "id": call.id,
-                "tenant_id": call.tenant_id,
-                "conversation_id": call.conversation_id,
-                "branch_id": call.branch_id,
-                "seq": call.seq,
-                "call_id": call.call_id,
-                "tool_name": call.tool_name,
-                "status": call.status.value,
-                "message_id": call.message_id,
-                "participant_id": call.participant_id,
-                "body": record_body(call),
-            },
-            ignore_conflict=True,
-        )
+        return self._insert(S.tool_calls, self.tool_call_row(call), ignore_conflict=True)
 
     def update_tool_call(self, call: ToolCall) -> None:
         """Replace a tool call's status/body."""
         self._check(call)
         self._update(S.tool_calls, call.id, "tool call", {"status": call.status.value, "body": record_body(call)})
 
+    @staticmethod
+    def artifact_row(a: ToolArtifact) -> dict[str, Any]:
+        """The ``tool_artifacts`` row of ``a``."""
+        return {
+            "id": a.id,
+            "tenant_id": a.tenant_id,
+            "conversation_id": a.conversation_id,
+            "branch_id": a.branch_id,
+            "seq": a.seq,
+            "call_id": a.call_id,
+            "tool_name": a.tool_name,
+            "status": a.status.value,
+            "sha256": a.sha256,
+            "size_bytes": a.size_bytes,
+            "result_tokens": a.result_tokens,
+            "blob_key": a.blob_key,
+            "inline_text": a.inline_text,
+            "visibility": a.visibility_scope.value,
+            "owner_participant_id": a.owner_participant_id,
+            "body": record_body(a),
+        }
+
     def add_artifact(self, a: ToolArtifact) -> bool:
         """Insert a tool artifact; ``False`` when one for the same ``call_id`` exists."""
         self._child(a)
-        inserted = self._insert(
-            S.tool_artifacts,
-            {
-                "id": a.id,
-                "tenant_id": a.tenant_id,
-                "conversation_id": a.conversation_id,
-                "branch_id": a.branch_id,
-                "seq": a.seq,
-                "call_id": a.call_id,
-                "tool_name": a.tool_name,
-                "status": a.status.value,
-                "sha256": a.sha256,
-                "size_bytes": a.size_bytes,
-                "result_tokens": a.result_tokens,
-                "blob_key": a.blob_key,
-                "inline_text": a.inline_text,
-                "visibility": a.visibility_scope.value,
-                "owner_participant_id": a.owner_participant_id,
-                "body": record_body(a),
-            },
-            ignore_conflict=True,
-        )
+        inserted = self._insert(S.tool_artifacts, self.artifact_row(a), ignore_conflict=True)
         if inserted:
             self._counters.count(a.conversation_id, a.branch_id, a.seq, "artifact", a.result_tokens)
         return inserted
@@ -331,20 +335,58 @@ class Writer:
             "body": record_body(m),
         }
 
+    def _memory_row(self, m: ToolMemory) -> dict[str, Any]:
+        return {"id": m.id, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, "branch_id": m.branch_id, "seq": m.seq, **self._memory_values(m)}
+
+    @staticmethod
+    def _term_rows(m: ToolMemory) -> list[dict[str, Any]]:
+        return [{"memory_id": m.id, "term": t, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, "branch_id": m.branch_id, "seq": m.seq} for t in memory_terms(m)]
+
     def add_memory(self, m: ToolMemory) -> None:
         """Insert a tool memory."""
         self._child(m)
-        self._insert(
-            S.tool_memories,
-            {"id": m.id, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, "branch_id": m.branch_id, "seq": m.seq, **self._memory_values(m)},
-        )
+        self._insert(S.tool_memories, self._memory_row(m))
         self._counters.count(m.conversation_id, m.branch_id, m.seq, "memory", 0)
-        terms = memory_terms(m)
+        terms = self._term_rows(m)
         if terms:
-            self.conn.execute(
-                insert_statement(S.memory_terms),
-                [{"memory_id": m.id, "term": t, "tenant_id": m.tenant_id, "conversation_id": m.conversation_id, "branch_id": m.branch_id, "seq": m.seq} for t in terms],
-            )
+            self.conn.execute(insert_statement(S.memory_terms), terms)
+
+    def add_new_records(
+        self,
+        *,
+        messages: Sequence[Message] = (),
+        calls: Sequence[ToolCall] = (),
+        artifacts: Sequence[ToolArtifact] = (),
+        memories: Sequence[ToolMemory] = (),
+    ) -> None:
+        """Insert records that are new in bulk: one multi-row statement per table (the
+        same rows and counters as :meth:`add_message`, :meth:`add_tool_call`,
+        :meth:`add_artifact` and :meth:`add_memory`, one by one).  The caller guarantees
+        fresh ids, no ``content_key`` and no ``call_id`` recorded before (a conflict
+        raises instead of being skipped).
+
+        Raises:
+            ScopeError: a record of another tenant.  NotFoundError: an unknown
+            conversation.  sqlalchemy.exc.IntegrityError: a duplicate.
+        """
+        for batch in (messages, calls, artifacts, memories):
+            for r in batch:
+                self._child(r)
+        for table, rows in (
+            (S.messages, [self.message_row(m) for m in messages]),
+            (S.tool_calls, [self.tool_call_row(c) for c in calls]),
+            (S.tool_artifacts, [self.artifact_row(a) for a in artifacts]),
+            (S.tool_memories, [self._memory_row(m) for m in memories]),
+            (S.memory_terms, [t for m in memories for t in self._term_rows(m)]),
+        ):
+            if rows:
+                self.conn.execute(insert_statement(table), rows)
+        for m in messages:
+            self._counters.count(m.conversation_id, m.branch_id, m.seq, "message", m.token_count)
+        for a in artifacts:
+            self._counters.count(a.conversation_id, a.branch_id, a.seq, "artifact", a.result_tokens)
+        for mem in memories:
+            self._counters.count(mem.conversation_id, mem.branch_id, mem.seq, "memory", 0)
 
     def update_memory(self, m: ToolMemory) -> None:
         """Replace a memory (links, resolution state, repair attempts).  Its branch and
