@@ -28,7 +28,6 @@ OVERSIZED: dict[str, int] = {
     "ingest/recorder.py": 821,
     "ingest/recorder.py::Recorder.write_result": 98,
     "memory/derive.py::derive_memory": 115,
-    "memory/extractors/file_write.py::FileWriteExtractor.extract": 113,
     "memory/extractors/http_json.py::HttpJsonExtractor.extract": 92,
     "memory/extractors/search.py::_parse_lines": 111,
     "memory/extractors/search.py::SearchExtractor.extract": 100,

@@ -16,6 +16,7 @@ from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
     from contextledger.config import LedgerConfig
+    from contextledger.memory.extractors.registry import ExtractorRegistry
     from contextledger.policy.model import Policy
     from contextledger.store.blobs import BlobStore
     from contextledger.store.sql import SqlStore
@@ -70,6 +71,14 @@ class Runtime:
 
             self._policy = default_policy()
         return self._policy
+
+    @property
+    def extractors(self) -> ExtractorRegistry:
+        """The tool-result extractors for this runtime's policy: its declared tools
+        (``[tools.<name>]``) and change limits (``[edits]``), built once per policy version."""
+        from contextledger.memory.extractors.registry import registry_for_policy
+
+        return registry_for_policy(self.policy)
 
     def resolve_policy(self, policy: Policy | None = None) -> Policy:
         """``policy``, or this runtime's default when ``None`` (DESIGN.md pipeline step 1:

@@ -3,14 +3,17 @@ state (policy ``[working_set]``).
 
 Seed 001 §6 problem 5 (a handoff lists files read with their staleness and files
 modified) and §4.3 (task state is hot).  One line per file, newest first, ``- <path>
-(edited | read | searched | read, changed since)``, within ``max_files`` and
-``max_share × budget`` tokens; files beyond are counted in a last line.  Paths come from
-tool calls, so the block is ledger data (opened by the data banner).
+(<state>)`` (:func:`file_state`: created, edited, deleted, edit rejected, read, searched,
+read, changed since); an edited or created file is followed by its newest changed lines
+(:func:`change_lines`, policy ``[edits] working_set_lines``), so what the file says now
+survives once the raw exchange is dropped.  Within ``max_files`` and ``max_share ×
+budget`` tokens (a file whose lines do not fit is listed without them); files beyond are
+counted in a last line.  Paths and lines come from tool calls, so the block is ledger data
+(opened by the data banner).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from contextledger.assembly.pieces import Piece, message_cost
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
     from contextledger.store.sql import SqlStore
     from contextledger.tokens import Tokenizer
 
-__all__ = ["WORKING_SET_SCAN", "drop_working_set", "read_file_memories", "working_set_piece"]
+__all__ = ["WORKING_SET_SCAN", "change_lines", "drop_working_set", "file_state", "read_file_memories", "working_set_piece"]
 
 WORKING_SET_SCAN = 600
 """The working set lists the files among the newest this-many memories of each lineage
@@ -51,39 +54,36 @@ def working_set_piece(files: list[ToolMemory], ev: Evaluator, policy: Policy, to
     docstring), or ``None`` when there is nothing to list.  ``files`` are file memories
     (``subject_key`` ``file:<path>``); memories the viewer may not see are skipped."""
     cfg = policy.working_set
-    latest: dict[str, tuple[str, str, datetime]] = {}
+    latest: dict[str, tuple[str, ToolMemory]] = {}
     for m in sorted(files, key=lambda m: (m.seq, m.id), reverse=True):
         if not m.subject_key or not m.subject_key.startswith("file:") or not ev.memory_visible(m):
             continue
         path = m.subject_key[5:]
-        if not path or path in latest:
-            continue
-        kind = str(m.payload.get("kind") or m.payload.get("extractor") or "")
-        verb = "searched" if kind == "file_search" else "read"
-        if kind in ("file_write", "generated_file"):
-            state = "edited"
-        elif m.resolution_state is ResolutionState.STALE or m.id in ev.lineage.stale:
-            state = f"{verb}, changed since"
-        else:
-            state = verb
-        latest[path] = (state, m.id, m.observed_at)
+        if path and path not in latest:
+            latest[path] = (file_state(m, m.id in ev.lineage.stale), m)
     if not latest:
         return None
     # newest observation first, then path: parallel results that completed in another
     # order (same observation time) list the same way (seed 000 §5.6 determinism)
-    ordered = sorted(latest.items(), key=lambda kv: (-kv[1][2].timestamp(), kv[0]))
-    head = DATA_BANNER + "\nfiles read or edited on this branch (newest first):"
+    ordered = sorted(latest.items(), key=lambda kv: (-kv[1][1].observed_at.timestamp(), kv[0]))
+    head = DATA_BANNER + "\nfiles read or edited on this branch (newest first; an edited file's newest changed lines follow it):"
     cap = int(cfg.max_share * budget)
     used = tok.count(head) + 4
     lines: list[str] = []
     refs: list[str] = []
-    for path, (state, mem_id, _) in ordered:
-        line = f"- {path} ({state})"
-        cost = tok.count(line) + 1
-        if len(lines) >= cfg.max_files or used + cost > cap:
+    for path, (state, mem) in ordered:
+        if len(lines) >= cfg.max_files:
             break
-        lines.append(line)
-        refs.append(mem_id)
+        line = f"- {path} ({state})"
+        shown = change_lines(mem, state, policy.edits.working_set_lines)
+        full = "\n".join([line, *shown])
+        cost = tok.count(full) + 1
+        if shown and used + cost > cap:
+            full, cost = line, tok.count(line) + 1
+        if used + cost > cap:
+            break
+        lines.append(full)
+        refs.append(mem.id)
         used += cost
     if not lines:
         return None
@@ -93,6 +93,38 @@ def working_set_piece(files: list[ToolMemory], ev: Evaluator, policy: Policy, to
     piece = Piece(unit=None, messages=[msg], cost=message_cost(tok, [msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 1), extra_refs=tuple(refs))
     piece.working_set = True
     return piece
+
+
+def file_state(m: ToolMemory, stale_on_lineage: bool) -> str:
+    """The state the working set gives a file from its newest memory ``m``: ``created``,
+    ``edited``, ``deleted``, ``edit rejected``, ``searched``, ``read`` or ``read, changed
+    since`` (a read made stale by a later change is never shown as current)."""
+    kind = str(m.payload.get("kind") or m.payload.get("extractor") or "")
+    if kind == "generated_file":
+        return "created"
+    if kind == "file_write":
+        if m.payload.get("applied") is False:
+            return "edit rejected"
+        return "deleted" if m.payload.get("operation") == "delete" else "edited"
+    verb = "searched" if kind == "file_search" else "read"
+    if m.resolution_state is ResolutionState.STALE or stale_on_lineage:
+        return f"{verb}, changed since"
+    return verb
+
+
+def change_lines(m: ToolMemory, state: str, limit: int) -> list[str]:
+    """The newest changed lines of an ``edited`` / ``created`` file, each as
+    ``"    | <line>"`` (at most ``limit``, then ``"    | … N more lines in the ledger"``);
+    ``[]`` for any other state or when the memory carries no new text."""
+    text = m.payload.get("new_text")
+    if state not in ("edited", "created") or not isinstance(text, str) or not text or limit <= 0:
+        return []
+    new = text.split("\n")
+    more = len(new) - limit + int(m.payload.get("new_text_omitted") or 0)
+    out = [f"    | {ln}" for ln in new[:limit]]
+    if more > 0:
+        out.append(f"    | … {more} more changed lines in the ledger")
+    return out
 
 
 def drop_working_set(chosen: list[Piece], ev: Evaluator) -> bool:

@@ -708,7 +708,7 @@ class Recorder:
         from contextledger.memory.derive import derive_memory
         from contextledger.memory.linking import link_on_write
 
-        mem = screened.memory(derive_memory(art, screened.text if screened.text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text))
+        mem = screened.memory(derive_memory(art, screened.text if screened.text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text, registry=self.runtime.extractors))
         if child:
             mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": vis, "runtime_kind": RuntimeKind.SUBAGENT_CHILD})
         elif mem.visibility_scope is not vis:

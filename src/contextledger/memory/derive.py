@@ -192,6 +192,8 @@ def render_memory_text(memory: ToolMemory) -> str:
         <summary lines>
         limits: <limits>                      (when set)
         <diff>                                (shape diff, payload diff ≤ 40 lines)
+        new text:                             (no diff: a write's or creation's new text)
+        <new_text>
     """
     header = f"[memory {memory.id} · {memory.freshness_class.value} · observed {_iso_minute(memory.observed_at)}"
     if memory.confidence < 1.0:
@@ -200,10 +202,13 @@ def render_memory_text(memory: ToolMemory) -> str:
     if memory.limits:
         parts.append(f"limits: {memory.limits}")
     diff = memory.payload.get("diff")
+    new_text = memory.payload.get("new_text")
     if memory.shape == Shape.DIFF and isinstance(diff, str) and diff:
         diff_lines = diff.split("\n")
         if len(diff_lines) <= MAX_RENDERED_DIFF_LINES:
             parts.append(diff)
+    elif isinstance(new_text, str) and new_text:
+        parts.append("new text:\n" + new_text)
     return "\n".join(parts)
 
 

@@ -238,7 +238,7 @@ lineage only (reads of history it inherits from an ancestor branch): the shared 
 such a read is left unchanged, so the link cannot reach the ancestor branch or siblings."""
 
 _LINK_READ_KINDS = frozenset({"file_read", "file_search"})
-_LINK_WRITE_KINDS = frozenset({"file_write"})
+_LINK_WRITE_KINDS = frozenset({"file_write", "generated_file"})
 
 
 def audience(memory: ToolMemory) -> frozenset[str | None] | None:

@@ -39,6 +39,7 @@ from pydantic import (
     model_validator,
 )
 
+from contextledger.policy.tools import EditsSection, ToolDeclaration
 from contextledger.records.enums import (
     AuthorityLevel,
     ContextKind,
@@ -223,11 +224,7 @@ def _no_duplicates(values: tuple[Any, ...]) -> tuple[Any, ...]:
 def _permutation_of(values: tuple[Any, ...], members: tuple[Any, ...], what: str) -> None:
     missing = [str(m) for m in members if m not in values]
     if len(values) != len(members) or missing:
-        raise ValueError(
-            f"must list each {what} exactly once; missing {missing}"
-            if missing
-            else f"must list each {what} exactly once"
-        )
+        raise ValueError(f"must list each {what} exactly once" + (f"; missing {missing}" if missing else ""))
 
 
 class _Section(BaseModel):
@@ -699,6 +696,8 @@ class Policy(_Section):
     tool_output: ToolOutputSection
     candidates: CandidatesSection
     trace: TraceSection
+    edits: EditsSection = EditsSection()
+    tools: Annotated[dict[StrictStr, ToolDeclaration], AfterValidator(_freeze)] = FrozenMap()
 
     _version: str = PrivateAttr(default="")
 

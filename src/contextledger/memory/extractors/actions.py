@@ -16,7 +16,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from contextledger.memory.dialects import ToolSpec, lookup_tool, spec_by_shape
 from contextledger.memory.extractors.base import ToolInput
+from contextledger.memory.extractors.shell_writes import shell_write
 
 __all__ = [
     "SEARCH_PROGRAMS",
@@ -57,14 +59,6 @@ TEST_COMMAND = re.compile(
 )
 """A command line that runs a test suite."""
 
-_READ_TOOLS = frozenset({"read", "notebookread", "view_file", "read_file"})
-_WRITE_TOOLS = frozenset(
-    {"edit", "multiedit", "notebookedit", "apply_patch", "write", "write_file"}
-)
-_SEARCH_TOOLS = frozenset(
-    {"grep", "glob", "ls", "list_files", "search_dir", "search_file", "find_file"}
-)
-_TASK_TOOLS = frozenset({"task", "agent", "delegate_task", "dispatch_agent"})
 _TEXT_READ = frozenset({"open", "goto", "scroll_up", "scroll_down"})
 _TEXT_SEARCH = frozenset({"search_dir", "search_file", "find_file"})
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
@@ -84,6 +78,13 @@ class Action:
         pattern: the search pattern / query, when known from the call.
         sub: a sub-command (``str_replace_editor`` command, text-action word …).
         line_range: a requested 1-based line range, when known from the call.
+        kind: the registry kind (:data:`~contextledger.memory.dialects.KINDS`).
+        paths: every file the call names (``read_many_files``, ``sed -i a b``, ``rm a b``).
+        edits: ``(old, new)`` text pairs of an edit or insert (old is ``""`` for an insert).
+        content: the new text of a write, when the call carries it.
+        patch: the patch text (``*** Begin Patch`` body or unified diff).
+        insert_line: the line an insert goes after.
+        append: a shell write that appends.
     """
 
     verb: Verb
@@ -92,6 +93,13 @@ class Action:
     pattern: str | None = None
     sub: str | None = None
     line_range: tuple[int, int] | None = None
+    kind: str = "other"
+    paths: tuple[str, ...] = ()
+    edits: tuple[tuple[str, str], ...] = ()
+    content: str | None = None
+    patch: str | None = None
+    insert_line: int | None = None
+    append: bool = False
 
 
 def _str(args: dict[str, Any] | None, *keys: str) -> str | None:
@@ -138,10 +146,19 @@ def program_of(command: str) -> str | None:
 
 def _shell_action(command: str) -> Action:
     one = command.strip()
+    written = shell_write(one) if one else None
+    if written is not None:
+        kind = "write" if written.kind == "write" and not written.append else ("edit" if written.kind == "write" else written.kind)
+        edits = ((("", written.content),) if written.content is not None and written.append else ())
+        return Action(
+            verb="write", command=command, sub="shell", kind=kind, path=written.paths[0] if written.paths else None,
+            paths=written.paths, edits=edits, content=written.content if not written.append else None,
+            patch=written.content if written.kind == "patch" else None, pattern=written.expression, append=written.append,
+        )
     sed = _SED_RANGE.match(one)
     if sed:
         return Action(
-            verb="read",
+            verb="read", kind="read",
             command=command,
             path=sed.group(3),
             sub="sed",
@@ -149,12 +166,12 @@ def _shell_action(command: str) -> Action:
         )
     cat = _CAT_ONE.match(one)
     if cat and not cat.group(1).startswith("-"):
-        return Action(verb="read", command=command, path=cat.group(1), sub="cat")
+        return Action(verb="read", kind="read", command=command, path=cat.group(1), sub="cat")
     program = program_of(command)
     if program in SEARCH_PROGRAMS or (program == "git" and re.search(r"\bgit grep\b", command)):
         pattern, path = _grep_target(command) if program in ("grep", "egrep", "fgrep", "rg") else (None, None)
-        return Action(verb="search", command=command, sub=program, pattern=pattern, path=path)
-    return Action(verb="shell", command=command, sub=program)
+        return Action(verb="search", command=command, sub=program, pattern=pattern, path=path, kind="search")
+    return Action(verb="shell", command=command, sub=program, kind="shell")
 
 
 _GREP_VALUE_OPTIONS = frozenset({"-A", "-B", "-C", "-m", "-e", "-f", "-g", "-t", "-T", "--include", "--exclude", "--max-count", "--context", "--glob", "--type"})
@@ -202,11 +219,11 @@ def _text_action(text: str) -> Action:
     rest = words[1:]
     if word in _TEXT_READ:
         path = rest[0] if word == "open" and rest else None
-        return Action(verb="read", command=text, path=path, sub=word)
+        return Action(verb="read", kind="read", command=text, path=path, sub=word)
     if word == "edit":
-        return Action(verb="write", command=text, sub=word)
+        return Action(verb="write", command=text, sub=word, kind="edit")
     if word == "create":
-        return Action(verb="create", command=text, path=rest[0] if rest else None, sub=word)
+        return Action(verb="create", command=text, path=rest[0] if rest else None, sub=word, kind="write")
     if word in _TEXT_SEARCH:
         return Action(
             verb="search",
@@ -214,6 +231,7 @@ def _text_action(text: str) -> Action:
             pattern=rest[0] if rest else None,
             path=rest[1] if len(rest) > 1 else None,
             sub=word,
+            kind="search",
         )
     if word in ("submit", "exit", "exit_forfeit"):
         return Action(verb="other", command=text, sub=word)
@@ -221,7 +239,11 @@ def _text_action(text: str) -> Action:
 
 
 def resolve_action(item: ToolInput) -> Action:
-    """Map ``item`` onto an :class:`Action` (see the module docstring for vocabularies)."""
+    """Map ``item`` onto an :class:`Action`: text actions first, then the tool's spec
+    (``item.spec`` declared by the policy, else :data:`~contextledger.memory.extractors.
+    dialects.BUILTIN_TOOLS`), else the fallback by argument shape
+    (:func:`~contextledger.memory.dialects.spec_by_shape`); a tool none of
+    them knows is ``other``."""
     name = item.tool_name.strip()
     low = name.lower()
     args = item.arguments
@@ -229,53 +251,87 @@ def resolve_action(item: ToolInput) -> Action:
         low in SHELL_TOOLS or low in _TEXT_SEARCH or low in _TEXT_READ or not args
     ):
         return _text_action(item.action_text)
-    if low == "str_replace_editor" or low == "str_replace_based_edit_tool":
-        sub = _str(args, "command") or "view"
-        path = _str(args, "path")
-        if sub == "view":
-            rng = args.get("view_range") if args else None
-            line_range = None
-            if isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, int) for v in rng):
-                line_range = (int(rng[0]), int(rng[1]))
-            return Action(verb="read", path=path, sub=sub, line_range=line_range)
-        if sub == "create":
-            return Action(verb="create", path=path, sub=sub)
-        return Action(verb="write", path=path, sub=sub)
-    if low in SHELL_TOOLS:
-        command = _command_of(args)
-        if command is None and low == "write_stdin":
-            return Action(verb="shell", command=None, sub="write_stdin")
-        if command is None and not args:
-            command = item.arguments_json
-        return _shell_action(command or "")
-    if (
+    if item.spec is None and (
         low in _TEXT_READ
         or low in _TEXT_SEARCH
         or (low in ("edit", "create") and args and "file_path" not in args)
     ):
         words = [str(v) for v in (args or {}).values() if isinstance(v, str | int)]
         return _text_action(" ".join([low, *[shlex.quote(w) for w in words]]))
-    if low in _READ_TOOLS:
-        path = _str(args, "file_path", "path", "notebook_path")
-        offset = args.get("offset") if args else None
-        limit = args.get("limit") if args else None
-        line_range = None
-        if isinstance(offset, int) and isinstance(limit, int):
-            line_range = (offset, offset + limit - 1)
-        return Action(verb="read", path=path, sub=low, line_range=line_range)
-    if low in ("write", "write_file"):
-        return Action(verb="create", path=_str(args, "file_path", "path"), sub=low)
-    if low in _WRITE_TOOLS:
-        return Action(verb="write", path=_str(args, "file_path", "path", "notebook_path"), sub=low)
-    if low in _SEARCH_TOOLS:
+    spec = item.spec or lookup_tool(name) or spec_by_shape(name, args, item.arguments_json)
+    if spec is None:
+        return Action(verb="other", sub=low)
+    return _spec_action(spec, low, args, item.arguments_json)
+
+
+def _strs(args: dict[str, Any] | None, keys: tuple[str, ...]) -> list[str]:
+    """Every string (or list of strings) the first present key of ``keys`` holds."""
+    for key in keys:
+        value = (args or {}).get(key)
+        if isinstance(value, str) and value:
+            return [value]
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return list(value)
+    return []
+
+
+def _pairs(spec: ToolSpec, args: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The (old, new) text pairs of an edit call (one per MultiEdit entry)."""
+    entries: list[Any] = [args]
+    if spec.edits and isinstance(args.get(spec.edits), list):
+        entries = [e for e in args[spec.edits] if isinstance(e, dict)]
+    pairs: list[tuple[str, str]] = []
+    for e in entries:
+        old, new = _str(e, *spec.old), _str(e, *spec.new)
+        if old is not None or new is not None or any(isinstance(e.get(k), str) for k in spec.new):
+            pairs.append((old or "", new or ""))
+    return tuple(pairs)
+
+
+def _spec_action(spec: ToolSpec, low: str, args: dict[str, Any] | None, raw: str) -> Action:
+    kind = spec.kind_of(args)
+    sub = str((args or {}).get(spec.sub)) if spec.sub and (args or {}).get(spec.sub) else ("view" if spec.sub else low)
+    paths = tuple(_strs(args, spec.path))
+    path = paths[0] if len(paths) == 1 else None
+    a = args or {}
+    if kind == "shell":
+        command = _command_of({k: a[k] for k in spec.command if k in a}) if spec.command else None
+        if command is None and low == "write_stdin":
+            return Action(verb="shell", command=None, sub="write_stdin", kind="shell")
+        if command is None and not args:
+            command = raw
+        return _shell_action(command or "")
+    if kind == "read":
+        line_range = _window(spec, a)
+        return Action(verb="read" if path or not paths else "other", path=path, paths=paths, sub=sub, line_range=line_range, kind=kind)
+    if kind in ("write", "edit", "insert", "undo_edit", "delete"):
+        content = _str(a, *spec.content)
+        pairs = _pairs(spec, a) if kind in ("edit", "insert") else ()
+        insert_at = a.get(spec.insert_line) if spec.insert_line else None
         return Action(
-            verb="search",
-            pattern=_str(args, "pattern", "search_term", "file_name", "query", "regex"),
-            path=_str(args, "path", "dir", "file", "directory"),
-            sub=low,
+            verb="create" if kind == "write" else "write", path=path, paths=paths, sub=sub, kind=kind,
+            edits=pairs, content=content, insert_line=insert_at if isinstance(insert_at, int) else None,
         )
-    if low == "websearch" or low == "web_search":
-        return Action(verb="web_search", pattern=_str(args, "query", "q"), sub=low)
-    if low in _TASK_TOOLS:
-        return Action(verb="task", sub=low)
-    return Action(verb="other", sub=low)
+    if kind == "patch":
+        text = _str(a, *spec.patch) if args else None
+        return Action(verb="write", path=path, paths=paths, sub=low, kind=kind, patch=text if text is not None else (raw if not args else None))
+    if kind in ("search", "list"):
+        return Action(verb="search", pattern=_str(a, *spec.pattern), path=_str(a, *spec.path), sub=low, kind=kind)
+    if kind == "web_search":
+        return Action(verb="web_search", pattern=_str(a, *spec.pattern), sub=low, kind=kind)
+    if kind == "subagent":
+        return Action(verb="task", sub=low, kind=kind)
+    return Action(verb="other", sub=low, kind=kind)
+
+
+def _window(spec: ToolSpec, args: dict[str, Any]) -> tuple[int, int] | None:
+    if spec.view_range:
+        rng = args.get(spec.view_range)
+        if isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, int) for v in rng):
+            return (int(rng[0]), int(rng[1]))
+        return None
+    offset = args.get(spec.offset) if spec.offset else None
+    limit = args.get(spec.limit) if spec.limit else None
+    if isinstance(offset, int) and isinstance(limit, int):
+        return (offset, offset + limit - 1)
+    return None

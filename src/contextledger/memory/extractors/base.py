@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from contextledger.limits import loads_json
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
+
+if TYPE_CHECKING:
+    from contextledger.memory.dialects import ToolSpec
 
 __all__ = ["Extraction", "Extractor", "ToolInput"]
 
@@ -40,6 +43,8 @@ class ToolInput:
         content_type: media type of the raw result.
         action_text: for text-action agents (SWE-agent, SWE-smith, nebius), the command the
             agent typed (``"find_file fields.py src"``); ``None`` for function-calling agents.
+        spec: how to read this tool's calls when a policy declares it (``[tools.<name>]``);
+            ``None`` to use the built-in registry and the fallback by argument shape.
     """
 
     tool_name: str
@@ -49,6 +54,7 @@ class ToolInput:
     size_bytes: int
     content_type: str = "text/plain"
     action_text: str | None = None
+    spec: ToolSpec | None = None
 
     @functools.cached_property
     def arguments(self) -> dict[str, Any] | None:

@@ -1,29 +1,38 @@
-"""File writes, edits and patches: path, diff stats, the diff itself when small.
+"""File writes, edits, patches and deletions: path, diff stats and the change itself.
 
 Seed 001 §4.4 "Diff" shape ("ファイル全体よりコード変更が重要なとき").  A write makes every
 earlier read of the same path stale (:func:`contextledger.memory.links.file_staleness`).
 
-Recognised: Claude Code ``Edit`` / ``MultiEdit`` / ``Write`` (update) / ``NotebookEdit``,
-OpenHands ``str_replace_editor`` ``str_replace`` / ``insert`` / ``undo_edit``, SWE-agent
-``edit N:M`` text actions, Codex ``apply_patch``.
+Recognised through the tool registry (:mod:`~contextledger.memory.dialects`):
+every ``edit`` / ``insert`` / ``patch`` / ``undo_edit`` / ``delete`` kind, a ``write`` that
+replaced an existing file (the result says so: "has been updated", "overwrote",
+"Applied edit to" …), SWE-agent ``edit N:M`` text actions and shell commands that write
+files (:mod:`~contextledger.memory.extractors.shell_writes`).
 
 Payload keys: ``path``, ``paths`` (every file touched), ``operation``, ``applied`` (False
 when the tool rejected the edit), ``added_lines``, ``removed_lines`` (None when unknown),
-``new_content_sha256`` (when the full new content is known), ``diff`` (unified diff text
-when at most :data:`MAX_DIFF_LINES` lines, else None), ``diff_lines``.
+``new_content_sha256`` (when the full new content is known), ``diff`` (the unified diff,
+cut to the :class:`ChangeLimits`; None when there is none), ``diff_lines`` (its full
+length), ``new_text`` (the newest text of the edited region: the new side of every edit,
+the ``+`` lines of a patch, a write's content, a sed expression; cut to the limits),
+``new_text_lines`` (its full length) and ``new_text_omitted`` (lines left out, to be
+read from the recorded call); for a shell command that writes files, ``command``.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from contextledger.memory.extractors.actions import resolve_action
+from contextledger.memory.dialects import unified_diff_paths
+from contextledger.memory.extractors.actions import Action, resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
 from contextledger.memory.extractors.errorscan import find_error
 from contextledger.memory.extractors.textutil import (
     body_ranges,
+    byte_len,
     cap,
     normalise_path,
     sha256_text,
@@ -32,14 +41,13 @@ from contextledger.memory.extractors.textutil import (
 )
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
 
-__all__ = ["MAX_DIFF_LINES", "FileWriteExtractor"]
-
-MAX_DIFF_LINES = 40
-"""Largest diff (lines) kept inline in the payload."""
+__all__ = ["ChangeLimits", "FileWriteExtractor", "bound_lines", "overwrote_existing"]
 
 _PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$")
 _SWE_EDIT = re.compile(r"^edit (\d+):(\d+)")
 _SWE_HEADER = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]$", re.M)
+_SED_SUB = re.compile(r"^s(.)((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1([gIip0-9]*)$")
+_OVERWROTE = re.compile(r"has been updated|has been overwritten|[Oo]verwrote|Successfully modified|Applied edit to")
 _REJECTED = (
     "Your proposed edit has introduced new syntax error",
     "No replacement was performed",
@@ -49,17 +57,43 @@ _REJECTED = (
 )
 
 
+@dataclass(frozen=True, kw_only=True)
+class ChangeLimits:
+    """How much of a change an edit's memory carries (policy ``[edits]``).
+
+    Attributes:
+        max_lines: most lines of the diff and of the new text kept inline.
+        max_bytes: most UTF-8 bytes of each; the rest stays in the recorded call.
+    """
+
+    max_lines: int = 20
+    max_bytes: int = 1500
+
+
+def bound_lines(lines: list[str], limits: ChangeLimits) -> tuple[list[str], int]:
+    """``(the first lines within limits.max_lines and limits.max_bytes, count left out)``;
+    a first line longer than the byte limit is cut to fit it, ending in ``…``."""
+    kept: list[str] = []
+    used = 0
+    for line in lines[: limits.max_lines]:
+        size = byte_len(line) + 1
+        if used + size > limits.max_bytes:
+            if not kept:  # one line over the byte limit: its head, cut on a character
+                head = line.encode("utf-8", "surrogatepass")[: max(0, limits.max_bytes - 4)]
+                kept.append(head.decode("utf-8", "ignore") + "…")
+            break
+        kept.append(line)
+        used += size
+    return kept, len(lines) - len(kept)
+
+
+def overwrote_existing(item: ToolInput) -> bool:
+    """A ``write`` whose result says it replaced an existing file."""
+    return bool(_OVERWROTE.search(item.result_text[:300]))
+
+
 def _unified(path: str, old: str, new: str) -> list[str]:
-    return list(
-        difflib.unified_diff(
-            old.splitlines(),
-            new.splitlines(),
-            fromfile=f"a/{path}",
-            tofile=f"b/{path}",
-            lineterm="",
-            n=1,
-        )
-    )
+    return list(difflib.unified_diff(old.splitlines(), new.splitlines(), fromfile=f"a/{path}", tofile=f"b/{path}", lineterm="", n=1))
 
 
 def _stats(diff: list[str]) -> tuple[int, int]:
@@ -68,130 +102,159 @@ def _stats(diff: list[str]) -> tuple[int, int]:
     return added, removed
 
 
-def _edit_pairs(args: dict[str, Any]) -> list[tuple[str, str]]:
-    pairs: list[tuple[str, str]] = []
-    edits = args.get("edits")
-    if isinstance(edits, list):
-        for e in edits:
-            if isinstance(e, dict):
-                pairs.append((str(e.get("old_string", "")), str(e.get("new_string", ""))))
-        return pairs
-    old = args.get("old_string", args.get("old_str"))
-    new = args.get("new_string", args.get("new_str", args.get("new_source")))
-    if isinstance(old, str) or isinstance(new, str):
-        pairs.append((old if isinstance(old, str) else "", new if isinstance(new, str) else ""))
-    return pairs
+@dataclass
+class _Change:
+    operation: str
+    paths: list[str]
+    diff: list[str]
+    new_text: list[str]
+    added: int | None = None
+    removed: int | None = None
+    new_hash: str | None = None
+    confidence: float = 1.0
+
+
+def _patch_change(action: Action, raw_args: str) -> _Change:
+    patch = action.patch if action.patch is not None else ("" if action.sub == "shell" else raw_args)
+    lines = split_lines(patch)
+    paths: list[str] = []
+    deletes = 0
+    for line in lines:
+        m = _PATCH_FILE.match(line)
+        if m:
+            paths.append(normalise_path(m.group(2)))
+            deletes += m.group(1) == "Delete"
+    if not paths:
+        paths = [normalise_path(p) for p in (*unified_diff_paths(patch), *action.paths)]
+    diff = [ln for ln in lines if not ln.startswith(("*** Begin Patch", "*** End Patch"))]
+    added, removed = _stats([ln for ln in diff if not ln.startswith("***")])
+    new = [ln[1:] for ln in diff if ln.startswith("+") and not ln.startswith("+++")]
+    operation = "delete" if paths and deletes == len(paths) else ("apply_patch" if action.sub in ("apply_patch", "shell") or lines[:1] == ["*** Begin Patch"] else action.sub or "patch")
+    return _Change(operation, paths, diff, new, added, removed)
+
+
+def _swe_edit_change(action: Action, body: str) -> _Change:
+    header = _SWE_HEADER.search(body)
+    command = (action.command or "").strip()
+    span = _SWE_EDIT.match(command)
+    new_lines = command.split("\n")[1:]
+    if new_lines and new_lines[-1].strip() == "end_of_edit":
+        new_lines = new_lines[:-1]
+    change = _Change("edit", [normalise_path(header.group(1))] if header else [], [], new_lines, confidence=0.9)
+    if span:
+        change.removed = int(span.group(2)) - int(span.group(1)) + 1
+        change.added = len(new_lines)
+        change.diff = [f"@@ -{span.group(1)},{change.removed} @@", *(f"+{ln}" for ln in new_lines)]
+    return change
+
+
+def _edit_change(action: Action, args: dict[str, Any]) -> _Change:
+    paths = [normalise_path(p) for p in (action.paths or ((action.path,) if action.path else ()))]
+    path = paths[0] if paths else ""
+    operation = action.sub or action.kind
+    if action.sub == "shell":
+        operation = {"edit": "sed -i" if action.pattern else "append", "delete": "delete"}.get(action.kind, "shell write")
+    change = _Change(operation, paths, [], [])
+    if action.kind == "delete":
+        return change
+    if action.kind == "write" or (action.content is not None and not action.edits):
+        content = action.content
+        if content is not None:
+            change.new_hash = sha256_text(content) if not action.append else None
+            change.new_text = content.splitlines()
+            change.added = len(change.new_text)
+        return change
+    if action.kind == "insert":
+        text = action.edits[0][1] if action.edits else ""
+        change.new_text = text.splitlines()
+        change.added, change.removed = len(change.new_text), 0
+        change.diff = [f"@@ insert after line {action.insert_line} @@", *(f"+{ln}" for ln in change.new_text)]
+        return change
+    if action.kind == "undo_edit":
+        return change
+    if action.pattern and not action.edits:
+        sub = _SED_SUB.match(action.pattern.strip())
+        if sub is None:
+            change.new_text = [action.pattern]
+            return change
+        old, new = (sub.group(i).replace("\\" + sub.group(1), sub.group(1)) for i in (2, 3))
+        change.diff = [f"@@ sed {action.pattern.strip()[:1]}/…/…/{sub.group(4)} @@", f"-{old}", f"+{new}"]
+        change.new_text = [new]
+        return change
+    for old, new in action.edits:
+        chunk = _unified(path, old, new)
+        change.diff.extend(chunk if not change.diff else chunk[2:])
+        change.new_text.extend(new.splitlines())
+    change.added, change.removed = _stats(change.diff)
+    return change
 
 
 class FileWriteExtractor:
-    """Extractor for edits, writes of existing files and patches."""
+    """Extractor for edits, writes of existing files, patches and deletions.
+
+    Args:
+        limits: how much of the change the memory carries (default 20 lines / 1,500 bytes).
+    """
 
     name = "file_write"
 
+    def __init__(self, limits: ChangeLimits | None = None) -> None:
+        self.limits = limits or ChangeLimits()
+
     def matches(self, item: ToolInput) -> bool:
-        """True for write actions and for ``Write`` calls that updated an existing file."""
+        """True for write actions and for ``write`` calls that replaced an existing file."""
         action = resolve_action(item)
         if action.verb == "write":
             return True
-        return (
-            action.verb == "create"
-            and action.sub in ("write", "write_file")
-            and (
-                "has been updated" in item.result_text[:300]
-                or "has been overwritten" in item.result_text[:300]
-            )
-        )
+        return action.verb == "create" and action.kind == "write" and overwrote_existing(item)
 
     def extract(self, item: ToolInput) -> Extraction:
         """The write extract of ``item`` (shape ``diff``)."""
         action = resolve_action(item)
-        args = item.arguments or {}
         body = unwrap(item.result_text)
-        raw_args = item.arguments_json
-        operation = action.sub or "edit"
-        paths: list[str] = []
-        diff: list[str] = []
-        added: int | None = None
-        removed: int | None = None
-        new_hash: str | None = None
-        confidence = 1.0
-        if operation == "apply_patch" or raw_args.lstrip().startswith("*** Begin Patch"):
-            patch = str(args.get("input", args.get("patch", raw_args))) if args else raw_args
-            operation = "apply_patch"
-            patch_lines = split_lines(patch)
-            for line in patch_lines:
-                m = _PATCH_FILE.match(line)
-                if m:
-                    paths.append(normalise_path(m.group(2)))
-            diff = [
-                ln
-                for ln in patch_lines
-                if not ln.startswith("*** Begin Patch") and not ln.startswith("*** End Patch")
-            ]
-            added, removed = _stats([ln for ln in diff if not ln.startswith("***")])
-        elif operation == "edit" and action.command is not None:
-            header = _SWE_HEADER.search(body.text)
-            if header:
-                paths.append(normalise_path(header.group(1)))
-            span = _SWE_EDIT.match(action.command.strip())
-            new_lines = action.command.strip().split("\n")[1:]
-            if new_lines and new_lines[-1].strip() == "end_of_edit":
-                new_lines = new_lines[:-1]
-            if span:
-                removed = int(span.group(2)) - int(span.group(1)) + 1
-                added = len(new_lines)
-                diff = [f"@@ -{span.group(1)},{removed} @@", *(f"+{ln}" for ln in new_lines)]
-            confidence = 0.9
-        elif operation in ("write", "write_file"):
-            content = args.get("content", args.get("file_text"))
-            path = normalise_path(str(args.get("file_path", args.get("path", ""))))
-            paths.append(path)
-            if isinstance(content, str):
-                new_hash = sha256_text(content)
-                added, removed = len(content.splitlines()), None
+        if action.kind == "patch" or item.arguments_json.lstrip().startswith("*** Begin Patch"):
+            change = _patch_change(action, item.arguments_json)
+        elif action.kind == "edit" and action.command is not None and action.sub == "edit":
+            change = _swe_edit_change(action, body.text)
         else:
-            path = normalise_path(action.path or str(args.get("file_path", args.get("path", ""))))
-            paths.append(path)
-            if operation == "insert":
-                text = args.get("new_str", args.get("insert_text", ""))
-                added = len(str(text).splitlines())
-                removed = 0
-                diff = [
-                    f"@@ insert after line {args.get('insert_line')} @@",
-                    *(f"+{ln}" for ln in str(text).splitlines()),
-                ]
-            elif operation == "undo_edit":
-                added = removed = None
-            else:
-                for old, new in _edit_pairs(args):
-                    chunk = _unified(path, old, new)
-                    diff.extend(chunk if not diff else chunk[2:])
-                a, r = _stats(diff)
-                added, removed = a, r
-        paths = [p for p in dict.fromkeys(paths) if p]
+            change = _edit_change(action, item.arguments or {})
+        extraction = self._extraction(item, body, change)
+        if action.sub == "shell" and action.command:
+            extraction.payload["command"] = action.command
+        return extraction
+
+    def _extraction(self, item: ToolInput, body: Any, change: _Change) -> Extraction:
+        paths = [p for p in dict.fromkeys(change.paths) if p]
         main_path = paths[0] if paths else ""
         rejected = item.is_error or any(marker in body.text[:2000] for marker in _REJECTED)
         err = find_error(split_lines(body.text)) if rejected else None
+        diff, diff_omitted = bound_lines(change.diff, self.limits)
+        new_text, new_omitted = bound_lines(change.new_text, self.limits)
         payload: dict[str, Any] = {
             "path": main_path,
             "paths": paths,
-            "operation": operation,
+            "operation": change.operation,
             "applied": not rejected,
-            "added_lines": added,
-            "removed_lines": removed,
-            "new_content_sha256": new_hash,
-            "diff": "\n".join(diff) if diff and len(diff) <= MAX_DIFF_LINES else None,
-            "diff_lines": len(diff),
+            "added_lines": change.added,
+            "removed_lines": change.removed,
+            "new_content_sha256": change.new_hash,
+            "diff": "\n".join(diff) if diff else None,
+            "diff_lines": len(change.diff),
+            "new_text": "\n".join(new_text) if new_text else None,
+            "new_text_lines": len(change.new_text),
+            "new_text_omitted": new_omitted,
         }
-        stats = f"+{added if added is not None else '?'} -{removed if removed is not None else '?'}"
+        stats = f"+{change.added if change.added is not None else '?'} -{change.removed if change.removed is not None else '?'}"
         where = main_path + (f" (+{len(paths) - 1} files)" if len(paths) > 1 else "")
         if rejected:
-            summary = f"{operation} {where} rejected\n{err.error_line if err else cap(body.text.strip().splitlines()[0] if body.text.strip() else 'no output')}"
+            first = body.text.strip().splitlines()[0] if body.text.strip() else "no output"
+            summary = f"{change.operation} {where} rejected\n{err.error_line if err else cap(first)}"
         else:
-            summary = f"{operation} {where} {stats}"
-            if new_hash:
-                summary += f" · {new_hash[:19]}"
+            summary = f"{change.operation} {where} {stats}"
+            if change.new_hash:
+                summary += f" · {change.new_hash[:19]}"
         prov_lines, prov_bytes = body_ranges(item.result_text, body)
+        omitted = max(diff_omitted, new_omitted)
         return Extraction(
             kind="file_write",
             summary=summary,
@@ -202,15 +265,9 @@ class FileWriteExtractor:
             subject_key=f"file:{main_path}" if main_path else None,
             revalidation_tool=None,
             revalidation_args={},
-            confidence=confidence,
-            confidence_basis=ConfidenceBasis.DETERMINISTIC_PARSE
-            if confidence == 1.0
-            else ConfidenceBasis.HEURISTIC,
-            limits=(
-                f"diff of {len(diff)} lines not inlined (limit {MAX_DIFF_LINES})"
-                if len(diff) > MAX_DIFF_LINES
-                else None
-            ),
+            confidence=change.confidence,
+            confidence_basis=ConfidenceBasis.DETERMINISTIC_PARSE if change.confidence == 1.0 else ConfidenceBasis.HEURISTIC,
+            limits=f"{omitted} more changed lines in the recorded call" if omitted else None,
             error_type=(err.error_type if err else "rejected") if rejected else None,
             line_range=prov_lines,
             byte_range=prov_bytes,

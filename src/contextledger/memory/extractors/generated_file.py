@@ -7,9 +7,14 @@ Recognised: a result announcing a created file (``File created successfully at: 
 Claude Code ``Write`` and OpenHands ``str_replace_editor create``), SWE-agent ``create X``,
 and JSON results that describe a file (``file_id`` / ``fileId`` plus a name).
 
+Recognised also: a ``write`` of the tool registry whose result does not say it replaced
+an existing file (Gemini CLI ``write_file`` of a new file, declared tools).
+
 Payload keys: ``file`` = ``{"id", "name", "path", "mime_type", "size_bytes",
 "content_sha256"}`` (size and hash are None when the content is not in the call), plus
-``path`` and ``operation``.  The media type comes from a fixed extension table
+``path`` and ``operation``, and when the call carries the content ``new_text`` (its first
+lines within the :class:`~contextledger.memory.extractors.file_write.ChangeLimits`),
+``new_text_lines`` and ``new_text_omitted``.  The media type comes from a fixed extension table
 (:data:`MIME_TYPES`), never from the host's ``mimetypes`` database, so extraction is
 identical on every machine.
 """
@@ -23,6 +28,7 @@ from typing import Any
 from contextledger.limits import loads_json
 from contextledger.memory.extractors.actions import resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
+from contextledger.memory.extractors.file_write import ChangeLimits, bound_lines, overwrote_existing
 from contextledger.memory.extractors.textutil import (
     body_ranges,
     byte_len,
@@ -94,10 +100,19 @@ def _json_file(text: str) -> dict[str, Any] | None:
     return None
 
 
+def _new_text(content: str, limits: ChangeLimits) -> dict[str, Any]:
+    lines = content.splitlines()
+    kept, omitted = bound_lines(lines, limits)
+    return {"new_text": "\n".join(kept) if kept else None, "new_text_lines": len(lines), "new_text_omitted": omitted}
+
+
 class GeneratedFileExtractor:
     """Extractor for results that announce a newly created file."""
 
     name = "generated_file"
+
+    def __init__(self, limits: ChangeLimits | None = None) -> None:
+        self.limits = limits or ChangeLimits()
 
     def matches(self, item: ToolInput) -> bool:
         """True when the result announces a created file or describes a file handle."""
@@ -107,10 +122,11 @@ class GeneratedFileExtractor:
         head = item.result_text[:2000]
         if action.verb == "create":
             # SWE-agent ``create X`` answers with the new (often empty) file's header,
-            # or with nothing at all when called as a function
-            return bool(_CREATED.search(head)) or (
-                action.sub == "create" and (bool(_SWE_HEADER.search(head)) or bool(action.path))
-            )
+            # or with nothing at all when called as a function; a write that replaced
+            # an existing file is an edit (file_write)
+            if overwrote_existing(item):
+                return False
+            return bool(_CREATED.search(head)) or bool(_SWE_HEADER.search(head)) or bool(action.path)
         return (
             action.verb == "other"
             and _json_file(head if len(item.result_text) <= 2000 else "") is not None
@@ -122,7 +138,7 @@ class GeneratedFileExtractor:
         args = item.arguments or {}
         body = unwrap(item.result_text)
         meta = _json_file(body.text) if action.verb == "other" else None
-        content = args.get("content", args.get("file_text"))
+        content = action.content if action.content is not None else args.get("content", args.get("file_text"))
         size: int | None = None
         digest: str | None = None
         if meta is not None:
@@ -170,6 +186,8 @@ class GeneratedFileExtractor:
             "operation": action.sub or "create",
             "file": handle,
         }
+        if isinstance(content, str) and meta is None:
+            payload.update(_new_text(content, self.limits))
         size_text = f"{fmt_int(size)} bytes" if size is not None else "size unknown"
         summary = f"created {path} · {mime_type} · {size_text}"
         if digest:
@@ -187,7 +205,7 @@ class GeneratedFileExtractor:
             revalidation_args={},
             confidence=1.0,
             confidence_basis=ConfidenceBasis.DETERMINISTIC_PARSE,
-            limits=None if digest else "content not in the call; size and hash unknown",
+            limits=(f"{payload['new_text_omitted']} more lines in the recorded call" if payload.get("new_text_omitted") else None) if digest else "content not in the call; size and hash unknown",
             error_type=None,
             line_range=prov_lines,
             byte_range=prov_bytes,

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from contextledger.memory.dialects import BUILTIN_TOOLS, ToolSpec, lookup_tool
 from contextledger.memory.extractors.base import Extraction, Extractor, ToolInput
 from contextledger.memory.extractors.command import CommandExtractor
 from contextledger.memory.extractors.file_read import FileReadExtractor
-from contextledger.memory.extractors.file_write import FileWriteExtractor
+from contextledger.memory.extractors.file_write import ChangeLimits, FileWriteExtractor
 from contextledger.memory.extractors.generated_file import GeneratedFileExtractor
 from contextledger.memory.extractors.generic import GenericExtractor
 from contextledger.memory.extractors.http_json import HttpJsonExtractor
@@ -30,11 +32,15 @@ from contextledger.memory.extractors.test_run import TestRunExtractor
 from contextledger.memory.extractors.textutil import cap
 from contextledger.tokens import get_tokenizer
 
+if TYPE_CHECKING:
+    from contextledger.policy.model import Policy
+
 __all__ = [
     "DEFAULT_MAX_SUMMARY_TOKENS",
     "SUMMARY_LINE_CHARS",
     "ExtractorRegistry",
     "default_registry",
+    "registry_for_policy",
 ]
 
 SUMMARY_LINE_CHARS = 240
@@ -46,12 +52,15 @@ class ExtractorRegistry:
 
     Args:
         max_summary_tokens: cap on the summary's o200k token count.
+        declared_tools: tool name → how to read its calls (policy ``[tools.<name>]``);
+            a declaration wins over the built-in tool registry.
     """
 
-    def __init__(self, *, max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS) -> None:
+    def __init__(self, *, max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS, declared_tools: Mapping[str, ToolSpec] | None = None) -> None:
         self._entries: list[tuple[int, int, Extractor]] = []
         self._fallback: Extractor = GenericExtractor()
         self.max_summary_tokens = max_summary_tokens
+        self.declared_tools: Mapping[str, ToolSpec] = dict(declared_tools or {})
 
     def register(self, extractor: Extractor, *, priority: int = 0) -> None:
         """Add ``extractor``; higher ``priority`` is tried first, ties in registration order."""
@@ -72,6 +81,10 @@ class ExtractorRegistry:
 
     def extract(self, item: ToolInput) -> Extraction:
         """The normalised extract of ``item`` (see the module docstring)."""
+        if item.spec is None and self.declared_tools:
+            spec = lookup_tool(item.tool_name, self.declared_tools)
+            if spec is not None and spec is not BUILTIN_TOOLS.get(item.tool_name.strip().lower()):
+                item = dataclasses.replace(item, spec=spec)
         extractor = self.select(item)
         try:
             extraction = extractor.extract(item)
@@ -113,6 +126,8 @@ def default_registry(
     *,
     schema_hints: Mapping[str, Sequence[str]] | None = None,
     max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS,
+    declared_tools: Mapping[str, ToolSpec] | None = None,
+    change_limits: ChangeLimits | None = None,
 ) -> ExtractorRegistry:
     """The built-in extractors, most specific first.
 
@@ -123,14 +138,38 @@ def default_registry(
         schema_hints: tool name → fields the JSON extractor keeps verbatim
             (e.g. ``{"get_reservation_details": ["reservation_id", "cabin"]}``).
         max_summary_tokens: cap on every summary (o200k tokens).
+        declared_tools: tools declared by a policy (see :class:`ExtractorRegistry`).
+        change_limits: how much of an edit's change its memory carries (default
+            20 lines / 1,500 bytes).
     """
-    registry = ExtractorRegistry(max_summary_tokens=max_summary_tokens)
+    registry = ExtractorRegistry(max_summary_tokens=max_summary_tokens, declared_tools=declared_tools)
     registry.register(SubagentReportExtractor(), priority=50)
     registry.register(TestRunExtractor(), priority=40)
-    registry.register(GeneratedFileExtractor(), priority=35)
-    registry.register(FileWriteExtractor(), priority=30)
+    registry.register(GeneratedFileExtractor(change_limits), priority=35)
+    registry.register(FileWriteExtractor(change_limits), priority=30)
     registry.register(FileReadExtractor(), priority=30)
     registry.register(SearchExtractor(), priority=25)
     registry.register(CommandExtractor(), priority=10)
     registry.register(HttpJsonExtractor(schema_hints), priority=5)
     return registry
+
+
+_BY_POLICY: dict[str, ExtractorRegistry] = {}
+
+
+def registry_for_policy(policy: Policy) -> ExtractorRegistry:
+    """The built-in extractors with ``policy``'s declared tools (``[tools.<name>]``) and
+    change limits (``[edits]``); one registry per policy version, reused."""
+    found = _BY_POLICY.get(policy.version)
+    if found is None:
+        from contextledger.policy.tools import declared_specs
+
+        edits = policy.edits
+        found = default_registry(
+            declared_tools=declared_specs(dict(policy.tools)),
+            change_limits=ChangeLimits(max_lines=edits.change_max_lines, max_bytes=edits.change_max_bytes),
+        )
+        if len(_BY_POLICY) >= 32:
+            _BY_POLICY.clear()
+        _BY_POLICY[policy.version] = found
+    return found

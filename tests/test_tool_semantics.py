@@ -1,0 +1,219 @@
+"""Tool semantics: the registry of every agent's tools, the fallback by argument shape,
+tools declared in the policy, and what an edit leaves behind.
+
+The conformance table runs, for each agent dialect × kind of change, a small transcript
+in that agent's own format (:mod:`tests.tool_dialects`) through import and assembly at a
+budget that drops the raw exchange: the value the edit wrote is in the payload, the
+working set shows it under the file, and no pre-edit value is presented as current;
+after successive edits only the newest value is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.tool_dialects import DECLARED_POLICY, DIALECTS, VALUES, WRITERS, story
+
+from contextledger.errors import PolicyError
+from contextledger.ledger import Ledger
+from contextledger.memory.dialects import BUILTIN_TOOLS, KINDS, lookup_tool, spec_by_shape
+from contextledger.memory.extractors.actions import resolve_action
+from contextledger.memory.extractors.base import ToolInput
+from contextledger.memory.extractors.file_write import ChangeLimits, bound_lines
+from contextledger.memory.extractors.registry import default_registry
+from contextledger.memory.extractors.shell_writes import shell_write
+from contextledger.policy.loader import load_policy, policy_from_mapping
+
+BUDGET = 450
+"""Small enough that every dialect's raw edit exchange is dropped (checked below)."""
+
+WS_HEAD = "files read or edited on this branch"
+
+
+def _item(tool: str, args: dict[str, Any] | str, text: str = "", *, action: str | None = None) -> ToolInput:
+    raw = args if isinstance(args, str) else json.dumps(args)
+    return ToolInput(tool_name=tool, arguments_json=raw, result_text=text, is_error=False, size_bytes=len(text.encode()), action_text=action)
+
+
+def _texts(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _texts(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _texts(v)
+
+
+def _assemble(tmp_path: Path, dialect: str, kind: str, values: tuple[str, ...]) -> tuple[str, str]:
+    calls, path = story(dialect, kind, values)
+    source = WRITERS[dialect](tmp_path, calls)
+    policy = None
+    if dialect == "declared":
+        (tmp_path / "policy.toml").write_text(DECLARED_POLICY, encoding="utf-8")
+        policy = load_policy(tmp_path / "policy.toml")
+    ledger = Ledger.open(home=tmp_path / "ledger", policy=policy)
+    try:
+        conv = ledger.import_file(source).conversation_id
+        result = ledger.assemble(conv, provider="openai-chat", budget_tokens=BUDGET, persist=False)
+        return "\n".join(_texts(result.payload)), path
+    finally:
+        ledger.close()
+
+
+def _working_set_entry(payload: str, path: str) -> list[str]:
+    block = payload[payload.index(WS_HEAD):].split("\n")
+    start = block.index(next(line for line in block if line.startswith(f"- {path} (")))
+    entry = [block[start]]
+    entry += [line for line in block[start + 1 :] if line.startswith("    | ")][: len(block)]
+    return entry
+
+
+CASES = [(d, k) for d, (_, kinds) in DIALECTS.items() for k in kinds]
+
+
+@pytest.mark.parametrize(("dialect", "kind"), CASES, ids=[f"{d}-{k}" for d, k in CASES])
+@pytest.mark.parametrize("edits", [1, 2], ids=["one-edit", "two-edits"])
+def test_conformance_the_newest_value_is_current_after_the_raw_exchange_is_dropped(tmp_path: Path, dialect: str, kind: str, edits: int) -> None:
+    values = VALUES[: edits + 1]
+    payload, path = _assemble(tmp_path, dialect, kind, values)
+    newest, older = values[-1], values[:-1]
+    assert "edit-1" not in payload, "the raw edit exchange must be dropped at this budget"
+    assert newest in payload
+    entry = _working_set_entry(payload, path)
+    assert entry[0] == f"- {path} (edited)" or (dialect, kind) == ("fallback", "write")
+    assert any(newest in line for line in entry[1:]), entry
+    assert not any(old in line for old in older for line in entry), entry
+    presented = [line for line in payload.split("\n") if any(old in line for old in older) and not line.lstrip().startswith("-")]
+    assert presented == [], "a pre-edit value is presented as current"
+
+
+def test_every_listed_agent_tool_is_in_the_registry() -> None:
+    listed = {
+        "claude-code": ["Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Bash", "BashOutput", "Grep", "Glob", "LS", "Task", "TodoWrite", "WebFetch", "WebSearch"],
+        "codex": ["shell", "apply_patch", "update_plan", "local_shell"],
+        "openhands": ["str_replace_editor", "execute_bash"],
+        "gemini-cli": ["read_file", "read_many_files", "write_file", "replace", "run_shell_command", "glob", "search_file_content", "list_directory"],
+        "aider": ["aider_search_replace", "aider_whole_file", "aider_udiff", "aider_run"],
+    }
+    kinds = {name: spec.kind for names in listed.values() for name in names if (spec := lookup_tool(name)) is not None}
+    assert kinds == {
+        "Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "Bash": "shell",
+        "BashOutput": "shell_output", "Grep": "search", "Glob": "search", "LS": "list", "Task": "subagent", "TodoWrite": "plan",
+        "WebFetch": "fetch", "WebSearch": "web_search", "shell": "shell", "apply_patch": "patch", "update_plan": "plan",
+        "local_shell": "shell", "str_replace_editor": "editor", "execute_bash": "shell", "read_file": "read",
+        "read_many_files": "read", "write_file": "write", "replace": "edit", "run_shell_command": "shell", "glob": "search",
+        "search_file_content": "search", "list_directory": "list", "aider_search_replace": "edit", "aider_whole_file": "write",
+        "aider_udiff": "patch", "aider_run": "shell",
+    }
+    assert all(spec.kind in KINDS for spec in BUILTIN_TOOLS.values())
+
+
+@pytest.mark.parametrize(
+    ("sub", "kind", "verb"),
+    [("view", "read", "read"), ("create", "write", "create"), ("str_replace", "edit", "write"), ("insert", "insert", "write"), ("undo_edit", "undo_edit", "write")],
+)
+def test_str_replace_editor_sub_commands(sub: str, kind: str, verb: str) -> None:
+    action = resolve_action(_item("str_replace_editor", {"command": sub, "path": "/w/a.py", "new_str": "x = 2", "insert_line": 4}))
+    assert (action.kind, action.verb, action.path) == (kind, verb, "/w/a.py")
+
+
+def test_argument_names_per_dialect() -> None:
+    gemini = resolve_action(_item("read_file", {"absolute_path": "/r/a.py", "offset": 10, "limit": 5}))
+    assert (gemini.verb, gemini.path, gemini.line_range) == ("read", "/r/a.py", (10, 14))
+    multi = resolve_action(_item("MultiEdit", {"file_path": "/a.py", "edits": [{"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": ""}]}))
+    assert multi.edits == (("a", "b"), ("c", ""))
+    notebook = resolve_action(_item("NotebookEdit", {"notebook_path": "/n.ipynb", "cell_id": "c1", "new_source": "print(2)"}))
+    assert (notebook.kind, notebook.path, notebook.edits) == ("edit", "/n.ipynb", (("", "print(2)"),))
+    local = resolve_action(_item("local_shell", {"type": "exec", "command": ["bash", "-lc", "ls src"]}))
+    assert (local.verb, local.command) == ("shell", "ls src")
+    many = resolve_action(_item("read_many_files", {"paths": ["a.py", "b.py"]}))
+    assert (many.verb, many.paths) == ("other", ("a.py", "b.py"))
+    assert resolve_action(_item("update_plan", {"plan": [{"step": "x", "status": "pending"}]})).kind == "plan"
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kind"),
+    [
+        ("edit_file_v2", {"target_file": "a.py", "old_text": "x", "new_text": "y"}, "edit"),
+        ("put_file", {"filename": "a.py", "contents": "x = 1\n"}, "write"),
+        ("submit", {"change": "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"}, "patch"),
+        ("apply_diff", {"d": "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n"}, "patch"),
+        ("view_source", {"path": "a.py"}, "read"),
+        ("delete_row", {"path": "a.py"}, None),
+        ("run_in_sandbox", {"cmd": "sed -i 's/a/b/' a.py"}, "shell"),
+        ("lookup", {"query": "x"}, None),
+    ],
+)
+def test_fallback_by_argument_shape(name: str, args: dict[str, Any], kind: str | None) -> None:
+    spec = spec_by_shape(name, args, json.dumps(args))
+    assert (spec.kind if spec else None) == kind
+
+
+@pytest.mark.parametrize(
+    ("command", "kind", "paths", "content"),
+    [
+        ("sed -i 's/a = 1/a = 2/g' src/x.py src/y.py", "edit", ("src/x.py", "src/y.py"), None),
+        ("sed -i.bak -e 's/a/b/' x.py", "edit", ("x.py",), None),
+        ("cd /repo && cat > x.py <<'EOF'\nx = 2\nEOF", "write", ("x.py",), "x = 2"),
+        ("cat <<EOF > conf.toml\nk = 2\nEOF", "write", ("conf.toml",), "k = 2"),
+        ("echo 'k = 3' >> conf.toml", "write", ("conf.toml",), "k = 3"),
+        ("printf 'a\\n' > out.txt", "write", ("out.txt",), "a\\n"),
+        ("ls | tee -a listing.txt", "write", ("listing.txt",), None),
+        ("python gen.py > build/out.json 2>&1", "write", ("build/out.json",), None),
+        ("git apply <<'EOF'\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\nEOF", "patch", ("x.py",), "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b"),
+        ("patch -p1 < fix.diff", "patch", (), None),
+        ("rm -f a.txt b.txt", "delete", ("a.txt", "b.txt"), None),
+        ("git rm old.py", "delete", ("old.py",), None),
+    ],
+)
+def test_shell_commands_that_write_files(command: str, kind: str, paths: tuple[str, ...], content: str | None) -> None:
+    found = shell_write(command)
+    assert found is not None and (found.kind, found.paths, found.content) == (kind, paths, content)
+
+
+@pytest.mark.parametrize("command", ["python x.py > /dev/null 2>&1", "grep -n 'a > b' f.py", "python -c 'print(1>2)'", "pytest 2> err.txt", "sed -n 1,20p a.py", "cat 'unterminated"])
+def test_shell_commands_that_do_not_write(command: str) -> None:
+    assert shell_write(command) is None
+
+
+def test_an_edit_memory_carries_the_change_within_the_limits() -> None:
+    big = "\n".join(f"line {i} = {i}" for i in range(60))
+    reg = default_registry(change_limits=ChangeLimits(max_lines=5, max_bytes=1500))
+    ext = reg.extract(_item("Write", {"file_path": "/a.py", "content": big}, "The file /a.py has been updated."))
+    assert ext.kind == "file_write"
+    assert ext.payload["new_text"] == "\n".join(f"line {i} = {i}" for i in range(5))
+    assert (ext.payload["new_text_lines"], ext.payload["new_text_omitted"]) == (60, 55)
+    assert ext.limits == "55 more changed lines in the recorded call"
+    sed = default_registry().extract(_item("Bash", {"command": "sed -i 's/retries = 3/retries = 7/' app.py"}))
+    assert (sed.payload["diff"], sed.payload["new_text"], sed.payload["command"]) == ("@@ sed s/…/…/ @@\n-retries = 3\n+retries = 7", "retries = 7", "sed -i 's/retries = 3/retries = 7/' app.py")
+    assert bound_lines(["é" * 10, "b"], ChangeLimits(max_lines=5, max_bytes=15)) == (["ééééé…"], 1)
+
+
+def test_policy_declared_tools_and_their_errors(tmp_path: Path) -> None:
+    policy = policy_from_mapping({"tools": {"my_editor": {"kind": "edit", "path": "file", "old": "before", "new": ["after", "replacement"]}}})
+    spec = policy.tools["my_editor"].spec()
+    assert (spec.kind, spec.path, spec.old, spec.new) == ("edit", ("file",), ("before",), ("after", "replacement"))
+    bad = [
+        ({"kind": "editt", "path": "file"}, "tools.my_editor.kind: unknown kind 'editt' (known: read, write, edit, insert, patch, undo_edit, delete, list, search, shell, shell_output, fetch, web_search, subagent, plan, other)"),
+        ({"kind": "edit", "path": "file"}, "tools.my_editor: a tool of kind 'edit' needs 'new' or 'edits' (the argument name)"),
+        ({"kind": "write", "path": "f", "contents": "c"}, "tools.my_editor.contents: unknown key"),
+        ({"kind": "read", "path": 3}, "tools.my_editor.path: expected an argument name or an array of argument names, got int 3"),
+    ]
+    for decl, message in bad:
+        with pytest.raises(PolicyError) as err:
+            policy_from_mapping({"tools": {"my_editor": decl}}, "my.toml")
+        assert str(err.value) == f"my.toml: {message}"
+
+
+def test_a_declaration_wins_over_the_builtin_registry() -> None:
+    item = _item("Read", {"file_path": "/a.py", "body": "x = 1"}, "saved")
+    reg = default_registry(declared_tools={"Read": policy_from_mapping({"tools": {"Read": {"kind": "write", "path": "file_path", "content": "body"}}}).tools["Read"].spec()})
+    ext = reg.extract(item)
+    assert (ext.kind, ext.payload["new_text"]) == ("generated_file", "x = 1")
+    assert default_registry().extract(item).kind == "file_read"
