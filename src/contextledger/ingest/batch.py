@@ -285,7 +285,7 @@ def _result(rec: Recorder, conv: Conversation, call: ToolCall, raw: bytes, blob_
     art = art.model_copy(update={"message_id": msg.id})
     stored = screened.artifact(art, PrivacyClass.INTERNAL)
     resolved = call.model_copy(update={"status": status, "result_message_id": msg.id, "resolved_at": now})
-    mem = screened.memory(derive_memory(art, screened.text if screened.text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>"))
+    mem = screened.memory(derive_memory(art, screened.text if screened.text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", registry=rec.runtime.extractors))
     if child:
         mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": vis, "runtime_kind": RuntimeKind.SUBAGENT_CHILD})
     elif mem.visibility_scope is not vis:
