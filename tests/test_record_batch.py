@@ -173,3 +173,14 @@ def test_bench_record_runs_every_system_on_the_same_bytes(monkeypatch: pytest.Mo
     assert "| openai-agents SQLiteSession |" in table and "| 1.00 |" in table
     with pytest.raises(InputError, match="unknown system"):
         run_record(xs, systems=["nope"])
+
+
+def test_bench_startup_times_each_command_against_a_bare_interpreter() -> None:
+    """``bench startup``: three commands, each run the asked number of times, the bare
+    interpreter first (the ratios' base)."""
+    from contextledger.bench.startup import run_startup, startup_markdown
+
+    rows = run_startup(runs=1)
+    assert [r.command for r in rows] == ["python -c pass", "contextledger --help", "contextledger conversations (empty ledger)"]
+    assert all(r.runs == 1 and r.min_s == r.median_s > 0 for r in rows)
+    assert startup_markdown(rows).splitlines()[2].endswith("| 1.0 |")

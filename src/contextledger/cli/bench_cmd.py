@@ -1,4 +1,4 @@
-"""``contextledger bench scenarios | recall | real | scale | record | proxy``.
+"""``contextledger bench scenarios | recall | real | scale | record | startup | proxy``.
 
 Each command runs one benchmark, writes ``bench-<kind>.json``, ``bench-<kind>.md`` and
 its PNG plot into ``--out`` (default ``./bench-results``) and prints the Markdown tables,
@@ -238,6 +238,28 @@ def record(
         emit_json(report)
     else:
         console.print(record_markdown(rows, len(xs)), markup=False, soft_wrap=True)
+
+
+@app.command("startup")
+def startup(
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Timed runs of each command (interleaved).")] = 10,
+    as_json: JsonOpt = False,
+) -> None:
+    """CLI start-up wall time: ``--help`` and ``conversations`` on an empty ledger against
+    a bare ``python -c pass``, measured in the same run."""
+    from contextledger.bench.startup import run_startup, startup_markdown
+
+    with fail_cleanly(as_json):
+        try:
+            rows = run_startup(runs)
+        except RuntimeError as exc:
+            from contextledger.errors import InputError
+
+            raise InputError(str(exc)) from None
+    if as_json:
+        emit_json({"kind": "startup", "rows": [r.as_dict() for r in rows]})
+    else:
+        console.print(startup_markdown(rows), markup=False, soft_wrap=True)
 
 
 @app.command("proxy")
