@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,15 +90,31 @@ def test_importers_survive_mutated_and_generated_input(fmt: str, scratch: Ledger
 _call = st.sampled_from(["message", "assistant", "result", "abandon", "title"])
 
 
-def test_recorder_api_survives_hostile_text(scratch: Ledger) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def recorder_ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
+    """A fresh ledger per backend for the recorder's hostile calls."""
+    url = f"sqlite:///{WORK / f'recorder-{uuid.uuid4().hex[:8]}.db'}" if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
+    led = Ledger.open(url, blobs=WORK / f"blobs-{uuid.uuid4().hex[:8]}", keys=Keyring((("k", bytes(32)),)))
+    try:
+        yield led
+    finally:
+        led.close()
+
+
+RECORDER_CALLS = int(os.environ.get("CONTEXTLEDGER_FUZZ_RECORDER", "200"))
+"""Hostile recorder calls per backend (``make fuzz``: 10,000)."""
+
+
+def test_recorder_api_survives_hostile_text(recorder_ledger: Ledger) -> None:
     """One shared conversation takes every call (a shared graph keeps examples cheap);
     each call succeeds or raises a contextledger error, and the conversation still
     assembles for both providers afterwards."""
+    scratch = recorder_ledger
     rec = scratch.recorder(scratch.scope("recorder"))
     conv = rec.start_conversation(title="fuzz")
     counter = iter(range(10**9))
 
-    @fuzz_settings(examples(share=0.1))
+    @fuzz_settings(RECORDER_CALLS)
     @given(kind=_call, text=hostile_text(), name=hostile_text(), role=st.sampled_from(["user", "assistant", "system", "tool", "bogus", "\x00"]))
     def run(kind: str, text: str, name: str, role: str) -> None:
         n = next(counter)

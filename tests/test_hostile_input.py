@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from contextledger.errors import ImportFormatError
+from contextledger.errors import ImportFormatError, InputError
 from contextledger.ledger import Ledger
 from contextledger.limits import (
     MAX_JSON_DEPTH,
@@ -149,3 +149,17 @@ def test_size_limits_are_clear_errors(sqlite_ledger: Ledger, tmp_path: Path, mon
     with pytest.raises(InputError, match="tool result of c1 is 1,001 bytes, above the 1,000-byte limit"):
         rec.record_tool_result(conv.id, "c1", "y" * 1001)
     assert sqlite_ledger.store.tool_calls(sqlite_ledger.scope(), conv.id)[0].status.value == "pending"  # nothing written
+
+
+def test_text_longer_than_a_bounded_column_is_one_input_error_on_both_backends(ledger: Ledger) -> None:
+    rec = ledger.recorder()
+    conv = rec.start_conversation(title="long names")
+    rec.record_message(conv.id, "user", "go")
+    with pytest.raises(InputError, match=r"^tool_calls\.tool_name is 300 characters, above its 200-character limit$"):
+        rec.record_assistant(conv.id, text="calling", tool_calls=[{"call_id": "c1", "tool_name": "T" * 300, "arguments": {}}])
+    with pytest.raises(InputError, match=r"^tool_calls\.call_id is 129 characters, above its 128-character limit$"):
+        rec.record_assistant(conv.id, text="calling", tool_calls=[{"call_id": "c" * 129, "tool_name": "Bash", "arguments": {}}])
+    # nothing of the refused turns was written; the conversation goes on
+    assert [m.role.value for m in ledger.store.messages(ledger.scope(), conv.id)] == ["user"]
+    rec.record_assistant(conv.id, text="calling", tool_calls=[{"call_id": "c" * 128, "tool_name": "T" * 200, "arguments": {}}])
+    assert len(ledger.store.messages(ledger.scope(), conv.id)) == 2

@@ -369,8 +369,11 @@ _JA_PATTERNS = (
     ),
     re.compile(r"必ず"),
 )
+# the look-behind starts a path only where a run of path characters starts: without it a
+# long run (70,000 word characters in hostile input) is retried from every position inside
+# it, quadratic in its length
 _JA_TARGET = re.compile(
-    r"(?P<path>[\w./*\-]+)[」』`'\"]?\s*(?:以下|配下|の中|内|ディレクトリ|フォルダ)"
+    r"(?<![\w./*\-])(?P<path>[\w./*\-]+)[」』`'\"]?\s*(?:以下|配下|の中|内|ディレクトリ|フォルダ)"
     r"(?:の(?:ファイル)?)?(?:だけ|のみ)"
 )
 _JA_QUESTION = re.compile(r"(?:[?？]|か[。]?|かな[。]?|でしょう[。]?)$")

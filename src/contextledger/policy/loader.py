@@ -42,7 +42,7 @@ __all__ = [
 DEFAULT_POLICY_RESOURCE = "contextledger/policy/default.toml"
 """Package-data location of the bundled default policy."""
 
-_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_TOML_POSITION = re.compile(r"(?<!\s)\s*\(at line (\d+), column (\d+)\)\s*$")
 
 
 class PolicySyntaxError(PolicyError):

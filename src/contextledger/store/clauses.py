@@ -10,6 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from contextledger.errors import InputError
 from contextledger.store import schema as S
 from contextledger.store.base import (
     LineageSegment,
@@ -50,6 +51,25 @@ def newest_per_segment(
         windows.append(sa.select(*sub.c))
     union = sa.union_all(*windows).subquery()
     return sa.select(union.c.body).order_by(*(union.c[c.name].desc() for c in order)).limit(last)
+
+
+@cache
+def bounded_columns(table: sa.Table) -> tuple[tuple[str, int], ...]:
+    """``(column, max characters)`` of ``table``'s length-bounded text columns."""
+    return tuple((c.name, c.type.length) for c in table.columns if isinstance(c.type, sa.String) and c.type.length)
+
+
+def check_lengths(table: sa.Table, values: dict[str, Any]) -> None:
+    """Refuse a row whose text exceeds a bounded column (PostgreSQL would fail with a
+    database error quoting nothing useful; SQLite would silently store it).
+
+    Raises:
+        InputError: naming the table, the column, the length and the limit.
+    """
+    for name, limit in bounded_columns(table):
+        value = values.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            raise InputError(f"{table.name}.{name} is {len(value):,} characters, above its {limit}-character limit")
 
 
 @cache

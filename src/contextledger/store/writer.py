@@ -39,6 +39,7 @@ from contextledger.store.base import (
 )
 from contextledger.store.clauses import (
     allocate_statement,
+    check_lengths,
     conversation_exists_statement,
     insert_ignore_statement,
     insert_statement,
@@ -130,6 +131,7 @@ class Writer:
     def _insert(self, table: sa.Table, values: dict[str, Any], *, ignore_conflict: bool = False) -> bool:
         # statements built once per table, values bound as parameters: SQLAlchemy reuses
         # the compiled statement instead of building and hashing a new one per row
+        check_lengths(table, values)
         if ignore_conflict:
             # RETURNING, not rowcount: psycopg reports rowcount -1 for a skipped
             # ``ON CONFLICT DO NOTHING``, which would read as "inserted".

@@ -51,7 +51,7 @@ _PYTEST_SUMMARY = re.compile(
     r"(?: in ([\d.]+)s)?(?: \([^)]*\))?\s*=*$"
 )
 _COUNT = re.compile(
-    r"(\d+) (failed|passed|skipped|deselected|xfailed|xpassed|errors?|warnings?|rerun)"
+    r"(?<!\d)(\d+) (failed|passed|skipped|deselected|xfailed|xpassed|errors?|warnings?|rerun)"
 )
 _SHORT = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$")
 _VERBOSE = re.compile(r"^(\S+::\S+?) (FAILED|ERROR)\b")
@@ -64,7 +64,7 @@ _UNITTEST_BLOCK = re.compile(r"^(FAIL|ERROR): (\S+) \(([^)]+)\)")
 _PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 _JEST_TESTS = re.compile(r"^Tests:\s+(.*?)(?:, (\d+) total)?$")
 _JEST_FAIL = re.compile(r"^\s*● (.+)$")
-_JS_LOC = re.compile(r"\(?((?:[\w./@-]+/)?[\w.@-]+\.[cm]?[jt]sx?):(\d+):\d+\)?")
+_JS_LOC = re.compile(r"\(?(?<![\w./@-])((?:[\w./@-]+/)?[\w.@-]+\.[cm]?[jt]sx?):(\d+):\d+\)?")
 _VITEST_TESTS = re.compile(r"^\s*Tests\s+(.*?)\s*\((\d+)\)$")
 _VITEST_FAIL = re.compile(r"^\s*(?:FAIL|×|✗)\s+(.+?)(?:\s+\d+ms)?$")
 _GO_CASE = re.compile(r"^\s*--- (FAIL|PASS|SKIP): (\S+) \(([\d.]+)s\)")

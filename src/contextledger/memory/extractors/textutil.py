@@ -45,12 +45,12 @@ _GENERIC_EXIT = re.compile(
     r"(?:exit code|exit status|returncode|return code)[:= ]+(-?\d+)", re.IGNORECASE
 )
 _SWE_TRAILER = re.compile(
-    r"\n*\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?(?:bash-\$\s*)?\Z"
+    r"(?<!\n)\n*\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?(?:bash-\$\s*)?\Z"
 )
 _OPENHANDS_PROMPT = re.compile(
-    r"(?:\[Python Interpreter: [^\]\n]*\]\n?)?(?:[^\n]*@[^\n]*[#$] ?\n)?\[Command finished with exit code -?\d+\]\s*\Z"
+    r"(?:\[Python Interpreter: [^\]\n]*\]\n?)?(?:(?<![^\n])[^\n]*@[^\n]*[#$] ?\n)?\[Command finished with exit code -?\d+\]\s*\Z"
 )
-_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\s*\Z", re.S)
+_REMINDER = re.compile(r"(?<!\n)\n*<system-reminder>.*?</system-reminder>\s*\Z", re.S)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,7 @@ __all__ = ["LookupRoute", "named_paths"]
 
 _ID = re.compile(r"\b(mem|msg|art)_[0-9A-Z]{26}\b")
 _SHA = re.compile(r"\b(?:sha256:)?([0-9a-f]{12,64})\b")
-_PATH = re.compile(r"(?<![\w@])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.\w+|\b[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|rb|md|toml|yaml|yml|json|cfg|ini|txt|sh|c|h|cpp|sql)\b")
+_PATH = re.compile(r"(?<![\w@./-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.\w+|\b[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|rb|md|toml|yaml|yml|json|cfg|ini|txt|sh|c|h|cpp|sql)\b")
 _MAX_NAMES = 16
 _PER_PATH = 4
 
