@@ -382,6 +382,8 @@ class Writer:
             (S.memory_terms, [t for m in memories for t in self._term_rows(m)]),
         ):
             if rows:
+                for row in rows:
+                    check_lengths(table, row)
                 self.conn.execute(insert_statement(table), rows)
         for m in messages:
             self._counters.count(m.conversation_id, m.branch_id, m.seq, "message", m.token_count)
