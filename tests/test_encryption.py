@@ -16,6 +16,7 @@ from contextledger.cli.common import EXIT_BACKEND
 from contextledger.cli.main import app
 from contextledger.errors import IntegrityError
 from contextledger.ledger import Ledger
+from contextledger.records.enums import PrivacyClass
 from contextledger.security.crypto import (
     Keyring,
     MissingKeyError,
@@ -76,6 +77,29 @@ def test_restricted_payloads_are_sealed_at_rest(backend_url: str, tmp_path: Path
             led.rehydrate(art_id, reveal=True)
         # assembling never needs the key: nothing restricted is read back for a request
         led.assemble(conv_id, provider="anthropic")
+    finally:
+        led.close()
+
+
+@pytest.mark.parametrize("privacy", [PrivacyClass.USER_DATA, PrivacyClass.GOOGLE_USER_DATA, PrivacyClass.OAUTH_DERIVED, PrivacyClass.SECRET_LIKE])
+def test_results_of_a_sealed_class_are_sealed_at_rest_however_small(backend_url: str, tmp_path: Path, privacy: PrivacyClass) -> None:
+    led = Ledger.open(backend_url, blobs=tmp_path / "blobs", keys=Keyring((KEY_A,)))
+    try:
+        rec = led.recorder()
+        conv = rec.start_conversation(title="mail")
+        rec.record_message(conv.id, "user", "summarise my inbox")
+        rec.record_assistant(conv.id, text="reading", tool_calls=[
+            {"call_id": "c1", "tool_name": "gmail_read", "arguments": {"q": "inbox"}},
+            {"call_id": "c2", "tool_name": "Bash", "arguments": {"command": "date"}},
+        ])
+        _, art, _ = rec.record_tool_result(conv.id, "c1", "From: Ana <ana@example.org> Subject: MAILBODY-7731", privacy_class=privacy)
+        _, plain, _ = rec.record_tool_result(conv.id, "c2", "Tue Dec  1 10:00:00 UTC 2026")
+        assert art.inline_text is None and art.blob_key is not None and art.privacy_class == privacy
+        assert is_sealed(led.store.blobs.get_raw(art.blob_key))
+        assert b"MAILBODY-7731" not in led.store.blobs.get_raw(art.blob_key)
+        assert plain.inline_text == "Tue Dec  1 10:00:00 UTC 2026" and plain.blob_key is None  # internal stays inline
+        assert led.rehydrate(art.id, reveal=True) == b"From: Ana <ana@example.org> Subject: MAILBODY-7731"
+        assert art.id in {r[2] for r in sealed_references(led)}
     finally:
         led.close()
 

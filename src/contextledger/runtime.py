@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from contextledger.config import LedgerConfig
     from contextledger.memory.extractors.registry import ExtractorRegistry
     from contextledger.policy.model import Policy
+    from contextledger.records.enums import PrivacyClass
     from contextledger.store.blobs import BlobStore
     from contextledger.store.sql import SqlStore
     from contextledger.tokens import Tokenizer
@@ -89,15 +90,21 @@ class Runtime:
         """A :class:`~contextledger.store.base.Scope` for ``tenant_id``."""
         return Scope(tenant_id=tenant_id, user_id=user_id, agent_id=agent_id)
 
-    def put_blob_if_large(self, raw: bytes) -> str | None:
+    def put_blob_if_large(self, raw: bytes, privacy_class: PrivacyClass | None = None) -> str | None:
         """Store ``raw`` in the blob store when it exceeds the store's inline threshold
         (bytes) or is not UTF-8 text without NUL (binary payloads are never inlined, and no
         database can hold a NUL in text), or as a restricted payload when it holds a
-        secret (:meth:`put_restricted_blob`), and return its key; else ``None`` (the
-        payload stays inline in the artifact row)."""
+        secret or its ``privacy_class`` is sealed at rest
+        (:data:`~contextledger.security.crypto.SEALED_CLASSES`: :meth:`put_restricted_blob`),
+        and return its key; else ``None`` (the payload stays inline in the artifact row).
+
+        Raises:
+            MissingKeyError: a restricted payload and no encryption key can be found or created.
+        """
+        from contextledger.security.crypto import SEALED_CLASSES
         from contextledger.security.screen import screen_result
 
-        if screen_result(raw) is not None:
+        if privacy_class in SEALED_CLASSES or screen_result(raw) is not None:
             return self.put_restricted_blob(raw)
         if len(raw) > self.store.inline_threshold_bytes or b"\x00" in raw:
             return self.store.blobs.put(raw)

@@ -606,7 +606,7 @@ class Recorder:
                 msgs = self.store.messages(self.scope, conversation_id, ids=[arts[0].message_id or ""])
                 return msgs[0], arts[0], mems[0]
             raise InputError(f"tool call {call_id} already has a result ({call.status.value})")
-        blob_key = self.runtime.put_blob_if_large(raw)
+        blob_key = self.runtime.put_blob_if_large(raw, privacy_class)
         try:
             with self.store.writer(self.scope) as w:
                 msg, art, mem = self.write_result(

@@ -1,9 +1,10 @@
 """Encryption at rest of restricted payloads (seed 000 §4.15: raw artifacts may be
 "stored in a separate area"; §8 R3).
 
-A restricted payload — the raw bytes of a ``secret_like`` (or ``google_user_data``,
-``oauth_derived``) tool result, the original parts of a message whose secrets were
-redacted — is *sealed* before it reaches the blob store: AES-256-GCM (``cryptography``),
+A restricted payload — the raw bytes of a tool result whose privacy class is in
+:data:`SEALED_CLASSES` (``secret_like`` — found by the secret screen or declared —,
+``user_data``, ``google_user_data``, ``oauth_derived``), the original parts of a message
+whose secrets were redacted — is *sealed* before it reaches the blob store: AES-256-GCM (``cryptography``),
 a fresh 96-bit nonce per payload, the envelope header as associated data::
 
     b"\\x00CLSEALED1\\x00" | key-id length (1 byte) | key id (ASCII) | nonce (12) | ciphertext+tag
@@ -35,9 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from contextledger.errors import BackendError, IntegrityError
+from contextledger.records.enums import PrivacyClass
 
 __all__ = [
     "MAGIC",
+    "SEALED_CLASSES",
     "KeyProvider",
     "Keyring",
     "MissingKeyError",
@@ -49,6 +52,9 @@ __all__ = [
     "seal",
     "sealed_key_id",
 ]
+
+SEALED_CLASSES = frozenset({PrivacyClass.SECRET_LIKE, PrivacyClass.USER_DATA, PrivacyClass.GOOGLE_USER_DATA, PrivacyClass.OAUTH_DERIVED})
+"""Privacy classes whose raw tool results are sealed at rest (never inline in a row)."""
 
 MAGIC = b"\x00CLSEALED1\x00"
 """First bytes of every sealed payload."""
