@@ -202,3 +202,14 @@ def test_unknown_shape_is_refused() -> None:
 
     with pytest.raises(InputError, match="unknown history shape 'chat'"):
         run_scale([10], shapes=["chat"])
+
+
+def test_cli_scale_moving_now(tmp_path: Path) -> None:
+    """``--now-step``: every assembly of a point moves ``now`` forward (a live agent); the
+    step is reported with the point."""
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["--home", str(tmp_path / "home"), "bench", "scale", "--sizes", "30", "--runs", "2", "--shape", "coding", "--now-step", "67", "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)["scale"]
+    assert [(r["shape"], r["artifacts"], r["runs"], r["now_step_s"]) for r in rows] == [("coding", 30, 2, 67.0)]
+    assert 0 < rows[0]["p50_ms"] <= rows[0]["p95_ms"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["DEFAULT_ENCODING", "Tokenizer", "count_tokens", "get_tokenizer"]
+__all__ = ["AGED_PREFIXES", "DEFAULT_ENCODING", "Tokenizer", "aged_split", "count_tokens", "get_tokenizer"]
 
 DEFAULT_ENCODING = "o200k_base"
 _lock = threading.Lock()
@@ -89,11 +89,48 @@ def _chunks(text: str) -> list[str]:
     return out
 
 
+AGED_PREFIXES = ("[stale ", "- stale ")
+"""Texts (or lines) that open with an age that changes with ``now`` (a stale marker's
+header, a working-set stale line) and continue with text that does not."""
+
+_AGED_SPLIT_WINDOW = 400
+_AGED_SPLIT_CHARS = frozenset("]:")
+_AGED_LINES = tuple("\n" + p for p in AGED_PREFIXES)
+
+
+def aged_split(text: str) -> int | None:
+    """Where to count an aged text in two parts: ``None`` when it holds no aged line.
+
+    * A text that opens with :data:`AGED_PREFIXES` splits at the first ``]`` or ``:``
+      (within 400 characters) right after a letter or digit: its ``now``-dependent head,
+      then its stable tail.
+    * A text with an aged line further down splits at the start of that line: the stable
+      text before it, then the aged line and the rest (split again when counted).
+
+    Counting the parts apart gives the count of the whole exactly, because each split
+    point is a boundary of the o200k pre-tokeniser, within which BPE merges happen: it
+    never joins a letter or digit with a following ``]`` or ``:`` (a letter run and a
+    digit run end there; punctuation starts a new piece), nor a newline with a
+    following ``-`` or ``[`` (no piece runs from a newline into punctuation other than
+    ``/``), and no alternative of its pattern looks behind.  So a request at a new ``now``
+    tokenises the short heads only and finds the rest in the count cache
+    (``tests/test_tokens_aged.py`` checks the identity on real markers and random text).
+    """
+    if text.startswith(AGED_PREFIXES):
+        for p in range(1, min(len(text), _AGED_SPLIT_WINDOW)):
+            if text[p] in _AGED_SPLIT_CHARS and text[p - 1].isalnum():
+                return p if p < len(text) - 1 else None
+        return None
+    found = [i for i in (text.find(m) for m in _AGED_LINES) if i >= 0]
+    return min(found) + 1 if found else None
+
+
 class Tokenizer:
     """Counts tokens of text with one encoding.
 
     ``count`` memoises recent strings (an LRU of 65,536 entries) so repeated renders of
-    the same record are not re-tokenised.  Counts are exact for texts up to 256 KiB
+    the same record are not re-tokenised; an aged text (:func:`aged_split`) is counted
+    as its head plus its cached tail, so a moving ``now`` re-tokenises only the age.  Counts are exact for texts up to 256 KiB
     characters; longer texts (multi-megabyte tool output) are counted as the sum over
     newline-aligned chunks of at most 64 KiB, which differs from the exact count by at
     most a token per chunk boundary and keeps counting linear (BPE on one giant
@@ -108,6 +145,9 @@ class Tokenizer:
     def _count(self, text: str) -> int:
         if not text:
             return 0
+        split = aged_split(text)
+        if split is not None:
+            return int(self.count(text[:split])) + int(self.count(text[split:]))
         if len(text) <= CHUNK_THRESHOLD_CHARS:
             return len(self._enc.encode(text, disallowed_special=()))
         return sum(len(self._enc.encode(c, disallowed_special=())) for c in _chunks(text))

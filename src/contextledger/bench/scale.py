@@ -85,6 +85,7 @@ class ScalePoint:
     replay_estimated: bool = True
     shape: str = "pipeline"
     calibration_ms: float = 0.0
+    now_step_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -243,9 +244,10 @@ def _pct(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_records: int | None = None, shape: str = "pipeline") -> ScalePoint:
+def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_records: int | None = None, shape: str = "pipeline", now_step_s: float = 0.0) -> ScalePoint:
     """Record the ``shape`` history with ``n`` artifacts into ``ledger`` and measure (see
-    module docstring).
+    module docstring).  ``now_step_s`` > 0 moves ``now`` forward by that many seconds
+    before every assembly (a live agent: ages and stale markers change between requests).
 
     Raises:
         InputError: unknown ``shape``, ``n`` or ``runs`` below 1.
@@ -266,9 +268,10 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
     calibration = calibration_ms()
     times: list[float] = []
     res = None
-    for _ in range(runs + 2):
+    for k in range(runs + 2):
+        at = now + timedelta(seconds=now_step_s * k)
         t0 = time.perf_counter()
-        res = ledger.assemble(conv_id, provider="openai-chat", budget_tokens=_BUDGET, now=now, persist=False, replay="estimate")
+        res = ledger.assemble(conv_id, provider="openai-chat", budget_tokens=_BUDGET, now=at, persist=False, replay="estimate")
         times.append((time.perf_counter() - t0) * 1000)
     times = times[2:]  # two warm-up runs (caches, tokenizer)
     tracemalloc.start()
@@ -284,7 +287,7 @@ def measure_point(ledger: Ledger, backend: str, n: int, *, runs: int = 30, blob_
         candidate_messages=len(cands.messages), assembled_tokens=res.record.assembled_tokens,
         replay_tokens_estimate=res.record.replay_tokens, record_per_s=round(n / seconds, 1),
         record_blob_per_s=round(_blob_rate(ledger, blob_records if blob_records is not None else min(n, 1000)), 1),
-        shape=shape, calibration_ms=calibration,
+        shape=shape, calibration_ms=calibration, now_step_s=now_step_s,
     )
 
 
@@ -296,10 +299,12 @@ def run_scale(
     runs: int = 30,
     workdir: str | None = None,
     shapes: Sequence[str] = ("pipeline",),
+    now_step_s: float = 0.0,
 ) -> list[ScalePoint]:
     """Measure every size of every shape on every backend (rows in that order):
     ``"sqlite"`` (a fresh database file per shape and size) and ``"postgresql"`` (the
-    database at ``pg_url``, one conversation per shape and size).
+    database at ``pg_url``, one conversation per shape and size); ``now_step_s``: see
+    :func:`measure_point`.
 
     Raises:
         InputError: an unknown shape or backend, ``"postgresql"`` without ``pg_url``,
@@ -327,7 +332,7 @@ def run_scale(
             else:
                 raise InputError(f"unknown backend {backend!r}; expected sqlite or postgresql")
             try:
-                points.append(measure_point(ledger, backend, n, runs=runs, shape=shape))
+                points.append(measure_point(ledger, backend, n, runs=runs, shape=shape, now_step_s=now_step_s))
             finally:
                 ledger.close()
     return points

@@ -189,6 +189,7 @@ def scale(
     pg: Annotated[str | None, typer.Option("--pg", help="URL of an empty PostgreSQL database for the postgresql backend.")] = None,
     runs: Annotated[int, typer.Option("--runs", help="Timed assemblies per point.")] = 30,
     shape: Annotated[str, typer.Option("--shape", help="History shape: pipeline, coding or all (one row per backend × shape × size).")] = "all",
+    now_step: Annotated[float, typer.Option("--now-step", min=0, help="Seconds `now` moves forward before each assembly (0: a fixed now; e.g. 67 for a live agent whose ages change).")] = 0.0,
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
@@ -202,7 +203,7 @@ def scale(
         if shape != "all" and shape not in SHAPES:
             raise InputError(f"unknown --shape {shape!r}; expected {', '.join(SHAPES)} or all")
         shapes = list(SHAPES) if shape == "all" else [shape]
-        points = run_scale(_ints(sizes, "--sizes"), backends=backend or ["sqlite"], pg_url=pg, runs=runs, shapes=shapes)
+        points = run_scale(_ints(sizes, "--sizes"), backends=backend or ["sqlite"], pg_url=pg, runs=runs, shapes=shapes, now_step_s=now_step)
     _finish(build_report("scale", [], scale=[p.as_dict() for p in points]), out, as_json)
 
 
