@@ -98,3 +98,27 @@ def test_healthz_and_openapi(client: TestClient) -> None:
     assert client.get("/healthz").json()["status"] == "ok"
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/conversations", "/api/conversations/{conversation_id}/records", "/api/assemblies/{assembly_id}/why-not/{record_id}", "/v1/chat/completions"} <= set(paths)
+
+
+def test_batch_endpoint_records_runs_of_exchanges_batched(client: TestClient) -> None:
+    """A run of exchanges in ``/records`` goes through the batched path (one transaction):
+    every item answered in order, the graph complete; re-sending the same batch is safe
+    (the run falls back to the items one by one, which find them recorded)."""
+    cid = client.post("/api/conversations", json={"title": "batch"}).json()["id"]
+    records: list[dict[str, object]] = [{"type": "message", "role": "user", "content": "Read the three modules.", "content_key": "u1"}]
+    for i in range(3):
+        records.append({"type": "tool_calls", "tool_calls": [{"call_id": f"r{i}", "tool_name": "Read", "arguments": {"file_path": f"/src/m{i}.py"}}]})
+        records.append({"type": "tool_result", "call_id": f"r{i}", "result": f"def f{i}():\n    return {i}\n"})
+    first = client.post(f"/api/conversations/{cid}/records", json={"records": records})
+    assert first.status_code == 201, first.text
+    got = first.json()["records"]
+    assert [r["type"] for r in got] == ["message"] + ["tool_calls", "tool_result"] * 3
+    assert [r["tool_calls"][0]["call_id"] for r in got[1::2]] == ["r0", "r1", "r2"]
+    assert [r["artifact"]["call_id"] for r in got[2::2]] == ["r0", "r1", "r2"]
+    assert [r["message"]["seq"] for r in got] == [1, 2, 3, 4, 5, 6, 7]
+    assert got[2]["message"]["parent_message_id"] == got[1]["message"]["id"] and got[3]["message"]["parent_message_id"] == got[2]["message"]["id"]
+    again = client.post(f"/api/conversations/{cid}/records", json={"records": records})
+    assert again.status_code == 201, again.text
+    assert [r["message"]["id"] for r in again.json()["records"]] == [r["message"]["id"] for r in got]
+    listed = [c for c in client.get("/api/conversations").json() if c["id"] == cid]
+    assert [(c["messages"], c["tool_calls"], c["artifacts"]) for c in listed] == [(7, 3, 3)]

@@ -88,13 +88,23 @@ def record_batch(conversation_id: str, body: BatchIn, request: Request, scope: S
     """Each item is recorded as its single endpoint would; on the first failure the
     answer is that error (its detail names the item) and the items before it stay
     recorded — re-sending the batch is safe for tool calls, results and messages with a
-    ``content_key``."""
+    ``content_key``.  A run of two or more exchanges — a turn with one call and no text,
+    then that call's result (no ``error_type`` / ``content_type``) — goes through the
+    batched path (:func:`~contextledger.ingest.batch.record_exchanges`: one transaction,
+    bulk inserts); its calls come back resolved.  A run with a call id already recorded
+    falls back to the items one by one (idempotent)."""
     from contextledger.errors import ContextLedgerError
 
     rec = _recorder(request, scope)
     out: list[dict[str, Any]] = []
-    for i, item in enumerate(body.records):
+    i = 0
+    while i < len(body.records):
+        end = _exchange_run(body.records, i)
         try:
+            if end - i >= 4 and _record_run(rec, conversation_id, body.records[i:end], out):
+                i = end
+                continue
+            item = body.records[i]
             if isinstance(item, MessageIn):
                 out.append(_record_message(rec, conversation_id, item))
             elif isinstance(item, AssistantTurnIn):
@@ -104,4 +114,45 @@ def record_batch(conversation_id: str, body: BatchIn, request: Request, scope: S
         except ContextLedgerError as exc:
             exc.args = (f"records[{i}]: {exc}",)
             raise
+        i += 1
     return {"records": out}
+
+
+def _exchange_run(records: list[Any], start: int) -> int:
+    """The end (exclusive) of the run of exchanges starting at ``start``: pairs of a turn
+    with one call, no text, the branch and participant of the first, then its result."""
+    i = start
+    first = records[start]
+    while i + 1 < len(records):
+        turn, result = records[i], records[i + 1]
+        if not (isinstance(turn, AssistantTurnIn) and isinstance(result, ToolResultIn) and isinstance(first, AssistantTurnIn)):
+            break
+        if turn.text or len(turn.tool_calls) != 1 or turn.tool_calls[0].call_id != result.call_id or result.error_type or result.content_type:
+            break
+        if (turn.branch_id, turn.participant_id) != (first.branch_id, first.participant_id):
+            break
+        i += 2
+    return i
+
+
+def _record_run(rec: Recorder, conversation_id: str, run: list[Any], out: list[dict[str, Any]]) -> bool:
+    """Record a run of exchanges batched; ``False`` (nothing written) when one of its
+    call ids is already recorded or repeated — the caller records the items one by one."""
+    from contextledger.errors import InputError
+    from contextledger.ingest.batch import Exchange, record_exchanges
+
+    turns, results = run[0::2], run[1::2]
+    exchanges = [
+        Exchange(call_id=t.tool_calls[0].call_id, tool_name=t.tool_calls[0].tool_name, arguments=t.tool_calls[0].arguments, result=r.result, is_error=r.is_error)
+        for t, r in zip(turns, results, strict=True)
+    ]
+    try:
+        recorded = record_exchanges(rec, conversation_id, exchanges, branch_id=turns[0].branch_id, participant_id=turns[0].participant_id)
+    except InputError as exc:
+        if "already recorded" in str(exc) or "duplicate call ids" in str(exc):
+            return False
+        raise
+    for r in recorded:
+        out.append({"type": "tool_calls", "message": r.turn.model_dump(mode="json"), "tool_calls": [r.call.model_dump(mode="json")]})
+        out.append({"type": "tool_result", "message": r.result.model_dump(mode="json"), "artifact": r.artifact.model_dump(mode="json"), "memory": r.memory.model_dump(mode="json")})
+    return True
