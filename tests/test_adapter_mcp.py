@@ -90,6 +90,9 @@ def test_search_explain_and_why_not(sqlite_ledger: Ledger) -> None:
     hits = _call(sqlite_ledger, "search_ledger", {"conversation_id": ids["conv"], "query": "which pytest run failed?"})["result"]
     assert [h["artifact_ids"] for h in hits][:1] == [[ids["big"]]]
     assert hits[0]["source_tool"] == "Bash" and "pytest" in hits[0]["matched_terms"]
+    assert hits[0]["routes"] == ["keyword", "memory"] and hits[0]["ranks"] == {"keyword": 1, "memory": 1}
+    assert hits[0]["fused_score"] == round(1 / 61 + 0.5 / 61, 6)
+    assert ids["secret"] not in [a for h in hits for a in h["artifact_ids"]]  # google_user_data is never recalled raw
     explained = _call(sqlite_ledger, "explain_assembly", {"assembly_id": ids["asm"]})
     assert explained["assembly_id"] == ids["asm"] and explained["budget_tokens"] == 600
     why = _call(sqlite_ledger, "why_not", {"assembly_id": ids["asm"], "record_id": ids["secret"]})

@@ -56,6 +56,10 @@ def test_record_assemble_explain_rehydrate(client: TestClient) -> None:
     assert why["record_id"] == user.json()["message"]["id"] and why["selected_in_payload"] is True
     found = client.get(f"/api/conversations/{cid}/search", params={"q": "test_redirect failure"}).json()
     assert [r["source_artifact_ids"] for r in found["results"]] == [[art["id"]]]
+    mem_hit = next(h for h in found["hits"] if h["record_kind"] == "memory")
+    assert found["results"][0]["routes"] == mem_hit["routes"] == ["keyword", "memory"] and found["results"][0]["ranks"]["memory"] == 1
+    assert found["results"][0]["fused_score"] == mem_hit["fused_score"] == round(1 / (60 + mem_hit["ranks"]["keyword"]) + 0.5 / 61, 6)
+    assert found["degraded"] == {"semantic": "embeddings are switched off (CONTEXTLEDGER_EMBEDDINGS=off)"}
     listed = client.get("/api/conversations").json()
     assert [(c["id"], c["messages"], c["tool_calls"], c["artifacts"]) for c in listed] == [(cid, 4, 1, 1)]
 

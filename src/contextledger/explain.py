@@ -20,17 +20,19 @@ if TYPE_CHECKING:
     from contextledger.runtime import HasRuntime
     from contextledger.store.sql import SqlStore
 
-__all__ = ["explain_assembly", "render_explanation", "render_why_not", "why_not"]
+__all__ = ["explain_assembly", "render_explanation", "render_retrieval", "render_why_not", "retrieval_explanation", "why_not"]
 
 
 def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, record_id: str | None = None) -> dict[str, Any]:
     """A JSON-ready explanation of ``assembly_id``.
 
     Returns ``{"assembly_id", "policy_version", "assembler_version", "summary":
-    {reason: count}, "branch_excluded", "selected": [...], "decision_source",
+    {reason: count}, "branch_excluded", "selected": [...], "retrieval"
+    (:func:`retrieval_explanation`), "decision_source",
     "decisions": [{record_id, kind, decision, reason, family, shape, bucket, detail,
     notes}], "records": {record_id: [trace entry, ...]}}``; with ``record_id`` only that
-    record's ``decision`` and trace entries (``decisions``).  ``decisions`` holds one
+    record's ``decision``, trace entries (``decisions``) and ``recalled`` (its
+    retrieval hit, or ``None``).  ``decisions`` holds one
     outcome per record (raw / memory / stale_marker / reference / omitted) for every
     assembly, traced or not (:func:`contextledger.inspector.resolve.assembly_decisions`;
     ``decision_source`` says where they came from).
@@ -69,6 +71,7 @@ def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, reco
         "decision_source": ds.source,
         "decision_source_text": SOURCES[ds.source],
     }
+    out["retrieval"] = retrieval_explanation(record.retrieval)
     final = ds.by_id()
     if record_id is not None:
         if record_id not in record.selected_refs and record_id not in by_record and not record_exists(store, scope, record.conversation_id, record_id):
@@ -80,10 +83,34 @@ def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, reco
         if retained is not None:
             out["retention"] = retained
         out["decision"] = final[record_id].as_dict() if record_id in final else None
+        out["recalled"] = next((h for h in (out["retrieval"] or {}).get("hits", []) if h["record_id"] == record_id), None)
     else:
         out["decisions"] = [d.as_dict() for d in ds.records]
         out["records"] = dict(sorted(by_record.items()))
     return out
+
+
+def retrieval_explanation(retrieval: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The assembly's retrieval record (``ContextAssembly.retrieval``: routes used,
+    unavailable routes and why, per ranked memory its routes, ranks, fused score, whether
+    it was a candidate already and whether it was ``sent``).  ``None`` when the router
+    was not asked (no query) or the assembly predates it."""
+    return retrieval
+
+
+def render_retrieval(r: dict[str, Any] | None) -> list[str]:
+    """Text lines of :func:`retrieval_explanation` (empty without a record)."""
+    if r is None:
+        return []
+    lines = [f"retrieval routes: {', '.join(r['routes_used']) or 'none'} (reciprocal-rank fusion, k = {r['rrf_k']})"]
+    for name, why in sorted(r.get("degraded", {}).items()):
+        lines.append(f"  {name} unavailable: {why}")
+    hits = r.get("hits", [])
+    lines.append(f"  recalled {len(hits)} older memor{'y' if len(hits) == 1 else 'ies'}" + (":" if hits else ""))
+    for h in hits:
+        ranks = ", ".join(f"{k} #{v}" for k, v in h["ranks"].items())
+        lines.append(f"    {h['record_id']}  fused {h['fused_score']:.6f}  {ranks}  {'sent' if h.get('sent') else 'not sent'}")
+    return lines
 
 
 def retention_note(store: SqlStore, scope: Scope, record_id: str) -> str | None:
@@ -138,12 +165,17 @@ def render_explanation(expl: dict[str, Any]) -> str:
             lines.append(f"  {n:6d}  {reason}: {_REASON_TEXT.get(reason, reason)}")
     if expl.get("branch_excluded"):
         lines.append(f"branch exclusions (apart from budget): {expl['branch_excluded']}")
+    if "record_id" not in expl:
+        lines += render_retrieval(expl.get("retrieval"))
     if "record_id" in expl:
         lines.append(f"record {expl['record_id']}: {'in the payload' if expl['selected_in_payload'] else 'not in the payload'}")
         if expl.get("retention"):
             lines.append(f"  {expl['retention']}")
         for d in expl["decisions"]:
             lines.append(f"  - {d.get('family')}: {d.get('decision')} ({d.get('reason')}) {d.get('detail', '')}".rstrip())
+        if expl.get("recalled"):
+            h = expl["recalled"]
+            lines.append(f"  recalled by retrieval: fused {h['fused_score']:.6f}, " + ", ".join(f"{k} #{v}" for k, v in h["ranks"].items()))
         final = expl.get("decision")
         if final:
             lines.append(f"  outcome: {final['decision']} ({final['reason']}){' — ' + final['detail'] if final.get('detail') else ''}")

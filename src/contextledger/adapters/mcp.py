@@ -14,8 +14,10 @@ Tools (structured results):
   subagent's, not promoted) or private to a participant, or binary, is refused with the
   reason (an :class:`~contextledger.records.enums.OmissionReason` value);
 * ``search_ledger(conversation_id, query, limit=10)`` — the conversation's memories on its
-  active branch that share the most content words with ``query`` (newest first among
-  equals), with their artifact ids; only records a model of the conversation may see;
+  active branch that the retrieval router recalls for ``query`` (keyword, semantic when
+  the ``retrieval`` extra is installed, artifact, memory and graph routes, fused by
+  reciprocal rank), with their artifact ids, routes, ranks and scores; only records the
+  boundary check admits (lineage, visibility, privacy, supersession, freshness);
 * ``explain_assembly(assembly_id)`` — the omission summary by reason, buckets, selected
   records;
 * ``why_not(assembly_id, record_id)`` — whether the record was sent and every decision
@@ -44,7 +46,6 @@ from mcp.server.mcpserver import MCPServer  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 from contextledger.errors import IntegrityError, NotFoundError  # noqa: E402
-from contextledger.memory.terms import memory_terms, query_terms  # noqa: E402
 from contextledger.records.enums import OmissionReason, Visibility  # noqa: E402
 from contextledger.store.base import Scope  # noqa: E402
 
@@ -57,9 +58,6 @@ __all__ = ["SERVER_NAME", "Evidence", "Hit", "build_server", "rehydrate", "searc
 
 SERVER_NAME = "contextledger"
 """The server's name in the MCP handshake."""
-
-_MODEL_VISIBLE = (Visibility.BRANCH, Visibility.CONVERSATION)
-
 
 class Evidence(BaseModel):
     """The result of ``rehydrate_artifact``: exact text, or a refusal with its reason."""
@@ -78,7 +76,8 @@ class Evidence(BaseModel):
 
 
 class Hit(BaseModel):
-    """One ``search_ledger`` result."""
+    """One ``search_ledger`` result: a memory the retrieval router recalled, with the
+    routes that found it, its rank and own score in each, and the fused score."""
 
     memory_id: str
     artifact_ids: list[str]
@@ -87,6 +86,11 @@ class Hit(BaseModel):
     summary: str
     observed_at: str
     matched_terms: list[str]
+    routes: list[str]
+    ranks: dict[str, int]
+    scores: dict[str, float]
+    fused_score: float
+    stale: bool
 
 
 def _refuse(artifact_id: str, reason: OmissionReason | str, detail: str) -> Evidence:
@@ -132,33 +136,19 @@ def rehydrate(ledger: Ledger, artifact_id: str, *, offset_bytes: int = 0, provid
 
 
 def search(ledger: Ledger, conversation_id: str, query: str, *, limit: int = 10, scope: Scope | None = None) -> list[Hit]:
-    """The ``search_ledger`` tool (module docstring).
+    """The ``search_ledger`` tool (module docstring): the retrieval router
+    (:func:`contextledger.retrieval.search`, every search route) over the active branch,
+    the main view; its memory hits, best first.
 
     Raises:
-        NotFoundError: unknown conversation.
+        NotFoundError: unknown conversation.  InputError: ``limit`` < 1.
     """
+    from contextledger.retrieval import search as recall
+    from contextledger.retrieval.present import memory_results
+
     scope = scope or ledger.scope()
-    store = ledger.store
-    conv = store.get_conversation(scope, conversation_id)
-    segments = store.lineage(scope, conv.active_branch_id)
-    terms = query_terms(query)
-    matches = store.term_matches(scope, conversation_id, terms) if terms else []
-    limits = {s.branch_id: s.max_seq for s in segments}
-    found: dict[str, set[str]] = {}
-    for memory_id, term, branch_id, seq in matches:
-        if branch_id in limits and (limits[branch_id] is None or seq <= int(limits[branch_id] or 0)):
-            found.setdefault(memory_id, set()).add(term)
-    hits: list[tuple[int, int, Hit]] = []
-    for memory_id, matched in found.items():
-        mem = store.get_memory(scope, memory_id)
-        if mem.visibility_scope not in _MODEL_VISIBLE:
-            continue
-        hits.append((len(matched), mem.seq, Hit(
-            memory_id=mem.id, artifact_ids=list(mem.source_artifact_ids), source_tool=mem.source_tool, status=mem.status.value,
-            summary=mem.summary, observed_at=mem.observed_at.isoformat(), matched_terms=sorted(matched & set(memory_terms(mem))) or sorted(matched),
-        )))
-    hits.sort(key=lambda h: (-h[0], -h[1], h[2].memory_id))
-    return [h for _, _, h in hits[: max(0, limit)]]
+    result = recall(ledger, scope, conversation_id, query, limit=limit)
+    return [Hit(artifact_ids=r.pop("source_artifact_ids"), **r) for r in memory_results(ledger.store, scope, conversation_id, result, query)]
 
 
 def why_not(ledger: Ledger, assembly_id: str, record_id: str, *, scope: Scope | None = None) -> dict[str, Any]:
@@ -188,7 +178,7 @@ def build_server(ledger: Ledger, *, scope: Scope | None = None, name: str = SERV
     def rehydrate_artifact(artifact_id: str, offset_bytes: int = 0, provider: str = "openai-responses") -> Evidence:
         return rehydrate(ledger, artifact_id, offset_bytes=offset_bytes, provider=provider, scope=sc)
 
-    @srv.tool(description="Memories of a conversation's active branch matching the query's words, best first.")
+    @srv.tool(description="Memories of a conversation's active branch that answer the query (keyword, semantic and graph recall fused), best first, with their routes, ranks and scores.")
     def search_ledger(conversation_id: str, query: str, limit: int = 10) -> list[Hit]:
         return search(ledger, conversation_id, query, limit=limit, scope=sc)
 

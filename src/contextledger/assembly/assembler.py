@@ -81,7 +81,8 @@ class Assembler:
     """Assembles requests from one runtime's store under one policy (see module docstring).
 
     Args:
-        router: recalls older memories for the current input (default: the term index).
+        router: the retrieval stage (default: every assembly route of the retrieval
+            router; :mod:`.retrieval`).
     """
 
     def __init__(self, source: HasRuntime, policy: Policy, *, router: RetrievalRouter = DEFAULT_ROUTER) -> None:
@@ -152,7 +153,10 @@ class Assembler:
         working_set = working_set_piece(files, ev, policy, self.tok, budget)
         pieces = shaped.pieces + ([working_set] if working_set is not None else [])
         lines = evidence_lines(cands.memories, shaped.in_view, visible.covered_to, ev, self.tok)
-        budgeter = Budgeter(policy=policy, shaper=shaper, ev=ev, budget=budget, provider=bound.provider, tools=tools, count=count_payload_tokens, serialize=serialize)
+        budgeter = Budgeter(
+            policy=policy, shaper=shaper, ev=ev, budget=budget, provider=bound.provider, tools=tools, count=count_payload_tokens, serialize=serialize,
+            recalled=cands.relevance,
+        )
         selection, rehydrated = rehydrate(budgeter.select(system, pieces, lines), budgeter, store, req.scope)
         t2 = time.perf_counter()
         out = serialize_request(store, bound.provider, selection.request)
@@ -161,7 +165,7 @@ class Assembler:
         assembled = Assembled(
             boundary=bound, system=system, tools=tools, rule_conflicts=rules.conflicts, selected=selection.chosen + selection.notes,
             rehydrated=rehydrated, payload=out.payload, tokens=out.tokens, replay_tokens=replay_tokens, legacy_count=legacy_count,
-            prefix_hash=stable_prefix_hash(system, tools), timings_ms={"query": _ms(t0, t1), "policy_eval": _ms(t1, t2), "serialization": _ms(t2, t3)},
+            prefix_hash=stable_prefix_hash(system, tools), timings_ms={"query": round(_ms(t0, t1) - cands.retrieval_ms, 3), "retrieval": round(cands.retrieval_ms, 3), "policy_eval": _ms(t1, t2), "serialization": _ms(t2, t3)},
         )
         record = record_assembly(assembled, cands, ev, policy, self.tok, store=store, keep_trace=req.trace, compare_prefix=req.persist)
         if req.persist:

@@ -19,7 +19,7 @@ assistant messages.  If the mandatory pieces alone exceed the budget, the last r
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -70,9 +70,15 @@ class Budgeter:
         count / serialize: the provider registry's ``count_payload_tokens`` and
             ``serialize`` (exact counts of candidate payloads; wire forms and counts of
             unchanged messages are reused between rounds through their memos).
+        recalled: memory id → relevance points of the retrieval router's fused ranking
+            for this request (evidence lines it recalled are evicted after the others
+            of their freshness class; :func:`~contextledger.assembly.drop_order.eviction_key`).
     """
 
-    def __init__(self, *, policy: Policy, shaper: Shaper, ev: Evaluator, budget: int, provider: str, tools: tuple[ToolSchema, ...], count: Any, serialize: Any) -> None:
+    def __init__(
+        self, *, policy: Policy, shaper: Shaper, ev: Evaluator, budget: int, provider: str, tools: tuple[ToolSchema, ...], count: Any, serialize: Any,
+        recalled: Mapping[str, int] | None = None,
+    ) -> None:
         self.policy, self.shaper, self.tok, self.ev = policy, shaper, shaper.tok, ev
         self.budget, self.provider, self.tools = budget, provider, tools
         self._count, self._serialize = count, serialize
@@ -83,7 +89,8 @@ class Budgeter:
         # a count that is a sum over its wire messages, each counted once
         self.additive = provider in ADDITIVE_PROVIDERS
         self.terms: frozenset[str] = frozenset()
-        self._keys: dict[tuple[str, tuple[int, int]], tuple[int, int, int, tuple[int, int]]] = {}
+        self.recalled: Mapping[str, int] = recalled or {}
+        self._keys: dict[tuple[str, tuple[int, int]], tuple[int, int, int, int, tuple[int, int]]] = {}
         self.drop = DropState(policy=policy, shaper=shaper, large=max(64, policy.tool_output.max_tokens // 4), evict_key=self.evict_key)
         self.notes: list[Piece] = []
         self._grouped: set[tuple[str, str]] = set()  # (age, hint) of stale lines in ``notes``
@@ -158,7 +165,7 @@ class Budgeter:
         return freed
 
     # -- evidence lines --------------------------------------------------------------
-    def evict_key(self, n: Piece) -> tuple[int, int, int, tuple[int, int]]:
+    def evict_key(self, n: Piece) -> tuple[int, int, int, int, tuple[int, int]]:
         """The eviction key of line ``n``: constant during one selection, so computed
         once (terms are a regex pass), and across selections for the same memory record
         and request terms."""
@@ -168,8 +175,13 @@ class Budgeter:
         k = (n.memory_ids[0] if n.memory_ids else "", n.order)
         v = self._keys.get(k)
         if v is None:
-            mem, terms = n.memory, self.terms
-            v = self._keys[k] = eviction_key(n, terms) if mem is None else derived(mem, ("evict", terms, n.order), lambda: eviction_key(n, terms))
+            mem, terms, recalled = n.memory, self.terms, self.recalled
+            if mem is None:
+                v = eviction_key(n, terms)
+            else:
+                points = recalled.get(mem.id, 0)
+                v = derived(mem, ("evict", terms, points, n.order), lambda: eviction_key(n, terms, recalled))
+            self._keys[k] = v
         n.evict = v
         return v
 

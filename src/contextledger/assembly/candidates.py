@@ -14,8 +14,9 @@ query per record):
   exchanges (recovery, seed 000 §4.6): the newest ``recovery_window`` failed calls and
   the newest :data:`UNRESOLVED_WINDOW` calls pending and awaiting approval each;
 * the newest ``max_candidates`` memories of the lineage (older evidence as retrieval),
-  and older ones the retrieval router recalls for the current input (with their
-  exchanges);
+  and older ones the retrieval router recalls for the request — its current input, task
+  statement and unresolved calls — with their exchanges
+  (:mod:`~contextledger.assembly.retrieval`, bounded by its routes' limits);
 * pinned rules, the latest skill state and checkpoint;
 * counts of what lies outside: other branches (``out_of_lineage``) and the lineage
   history older than the window, read from the per-branch counters
@@ -75,6 +76,11 @@ class CandidateSet:
     window_start_seq: int = 0
     compaction: Message | None = None
     totals: dict[str, int] = field(default_factory=dict)
+    retrieval: dict[str, Any] | None = None
+    """What the retrieval router did (:attr:`~contextledger.assembly.retrieval.Recalled.report`)."""
+    relevance: dict[str, int] = field(default_factory=dict)
+    retrieval_ms: float = 0.0
+    """The router's ranking (:attr:`~contextledger.assembly.retrieval.Recalled.relevance`)."""
 
     @property
     def calls_by_message(self) -> dict[str, list[ToolCall]]:
@@ -128,7 +134,8 @@ def collect_candidates(
         # cold → hot (seed 001 §3): older memories relevant to the current request join
         # the candidates, with their exchanges (so their raw evidence can be rehydrated);
         # bounded by the router's limit whatever the history
-        _add_recalled(reads, g, router.recall(reads, window, segments, {m.id for m in g.memories}))
+        recalled = router.recall(store, reads, segments, window, g.head, g.calls, {m.id for m in g.memories})
+        _add_recalled(reads, g, recalled.memories)
         g.memories.sort(key=lambda m: (m.seq, m.id))
         messages = {m.id: m for m in g.head + window + g.extra_msgs}
         rules, participants = reads.rule_bodies(), reads.participants()
@@ -153,6 +160,9 @@ def collect_candidates(
         window_start_seq=window[0].seq if window else 0,
         compaction=ours[-1] if ours else None,
         totals=totals,
+        retrieval=recalled.report,
+        relevance=recalled.relevance,
+        retrieval_ms=recalled.duration_ms,
     )
 
 

@@ -12,7 +12,7 @@ Evidence lines go least valuable first (:func:`eviction_key`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -53,7 +53,7 @@ class DropState:
     policy: Policy
     shaper: Shaper
     large: int
-    evict_key: Callable[[Piece], tuple[int, int, int, tuple[int, int]]]
+    evict_key: Callable[[Piece], tuple[int, int, int, int, tuple[int, int]]]
     reshaped: set[str] = field(default_factory=set)
     evicted: list[Piece] = field(default_factory=list)
     dropped_chat: list[Piece] = field(default_factory=list)
@@ -192,15 +192,18 @@ _FRESHNESS_RANK = {"volatile": 0, "session": 1, "time_bounded": 2, "durable": 3,
 _HANDLE = re.compile(r"\b(?:file_id|document_id|doc_id|attachment_id)\b")
 
 
-def eviction_key(note: Piece, terms: frozenset[str] = frozenset()) -> tuple[int, int, int, tuple[int, int]]:
+def eviction_key(note: Piece, terms: frozenset[str] = frozenset(), recalled: Mapping[str, int] | None = None) -> tuple[int, int, int, int, tuple[int, int]]:
     """Which evidence line goes first under budget pressure: short-lived observations
     before durable ones (generated-file handles, entity ids), successes before failures,
-    then lines sharing fewer content words with the current user input (``terms``;
-    seed 001 §3: what the current request asks about is hot), then the oldest (seed 000
-    §4.6-4.7: provenance and recovery context outlive volatile search results)."""
+    then lines the retrieval router did not recall for this request before those it
+    did, the better its fused rank the later (``recalled``: memory id → points, higher is
+    more relevant; :attr:`~contextledger.assembly.retrieval.Recalled.relevance`), then
+    lines sharing fewer content words with the current user input (``terms``; seed 001
+    §3: what the current request asks about is hot), then the oldest (seed 000 §4.6-4.7:
+    provenance and recovery context outlive volatile search results)."""
     mem = note.memory
     if mem is None:
-        return (0, 0, 0, note.order)
+        return (0, 0, 0, 0, note.order)
     failed = 1 if mem.status.value in ("failed", "abandoned") else 0
     rank = _FRESHNESS_RANK.get(mem.freshness_class.value, 1)
     if mem.payload.get("extractor") == "search" or "search" in mem.source_tool.lower():
@@ -208,4 +211,4 @@ def eviction_key(note: Piece, terms: frozenset[str] = frozenset()) -> tuple[int,
     elif mem.payload.get("extractor") in ("generated_file", "file_write") or _HANDLE.search(mem.summary):
         rank = max(rank, _FRESHNESS_RANK["durable"])  # a file/document handle outlives observations
     relevance = len(terms.intersection(memory_terms(mem))) if terms else 0
-    return (rank, failed, relevance, note.order)
+    return (rank, failed, recalled.get(mem.id, 0) if recalled else 0, relevance, note.order)

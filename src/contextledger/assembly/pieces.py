@@ -60,7 +60,7 @@ class Piece:
     memory: ToolMemory | None = None
     task_statement: bool = False
     working_set: bool = False
-    evict: tuple[int, int, int, tuple[int, int]] | None = None
+    evict: tuple[int, int, int, int, tuple[int, int]] | None = None
     """The eviction key of an evidence line, once computed (see ``drop_order.eviction_key``)."""
     line: str | None = None
     """The text of an evidence line (``unit`` is ``None``, ``messages`` empty): lines are

@@ -87,6 +87,7 @@ class AssemblyResult:
             "rule_conflicts": r.rule_conflicts,
             "over_budget": r.over_budget,
             "timings_ms": r.timings_ms,
+            "retrieval": r.retrieval,
             "payload": self.payload,
             **({"trace": r.trace} if r.trace is not None else {}),
         }
@@ -103,7 +104,9 @@ class Assembled:
         payload / tokens: the serialized request and its exact count.
         replay_tokens / legacy_count: the naive replay's tokens and message count.
         prefix_hash: :func:`~contextledger.assembly.serialize.stable_prefix_hash`.
-        timings_ms: ``query``, ``policy_eval`` and ``serialization`` milliseconds.
+        timings_ms: ``query`` (candidate collection but the routes), ``retrieval``
+            (the retrieval router's routes), ``policy_eval`` and ``serialization``
+            milliseconds (disjoint: their sum is the assembly's time).
     """
 
     boundary: Boundary
@@ -129,6 +132,7 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
     viewer_id = b.viewer.id if b.viewer else None
     prev = store.latest_assembly(b.scope, b.conversation_id, b.branch_id, viewer_id) if compare_prefix else None
     prefix_change = None
+    refs = _selected_refs(a.selected)
     if prev is not None and prev.stable_prefix_hash != a.prefix_hash:
         prefix_change = _prefix_change(store, b, prev, a.system)
     return ContextAssembly(
@@ -152,7 +156,7 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
         raw_artifact_count=sum(len(p.raw_artifacts) for p in a.selected),
         selected_memory_count=len({m for p in a.selected for m in p.memory_ids}),
         rehydrated_count=len(a.rehydrated),
-        selected_refs=tuple(_selected_refs(a.selected)),
+        selected_refs=tuple(refs),
         omitted=dict(sorted(omitted.items())),
         branch_excluded=outside,
         buckets=_bucket_report(policy, tok, b.budget, a.system, a.tools, a.selected),
@@ -165,6 +169,7 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
         trace=ev.decisions if (keep_trace or policy.trace.keep_trace) else None,
         record_decisions=compact_decisions(reduce_trace(ev.decisions)),
         lineage_max_seq=max((m.seq for m in cands.messages), default=None),
+        retrieval=_retrieval_record(cands, refs),
         payload_sha256="sha256:" + hashlib.sha256(json.dumps(a.payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
         created_at=datetime.now(UTC),
     )
@@ -214,6 +219,17 @@ def _prefix_change(store: SqlStore, b: Boundary, prev: ContextAssembly, system: 
     near = new[max(0, pos - 200) : pos + 200]
     reason = "pinned constraints changed" if "Constraints stated by the user" in near else ("rules changed" if "Rules:" in near else "system prompt changed")
     return {**base, "first_difference_char": pos, "block_index": new[:pos].count("\n\n"), "reason": reason}
+
+
+def _retrieval_record(cands: CandidateSet, refs: list[str]) -> dict[str, Any] | None:
+    """The retrieval router's report with ``sent`` per hit: the memory reached the payload
+    (as a line or a shaped unit, or its raw result)."""
+    if cands.retrieval is None:
+        return None
+    sent = set(refs)
+    arts = {m.id: m.source_artifact_ids for m in cands.memories}
+    hits = [{**h, "sent": h["record_id"] in sent or any(x in sent for x in arts.get(h["record_id"], ()))} for h in cands.retrieval.get("hits", [])]
+    return {**cands.retrieval, "hits": hits}
 
 
 def _selected_refs(selected: list[Piece]) -> list[str]:

@@ -6,154 +6,201 @@ request asks about turns cold memory hot.
 
 Two halves:
 
-* **recall**, during candidate collection (inside its read transaction): a
-  :class:`RetrievalRouter` asks each of its :class:`RetrievalRoute` s for older lineage
-  memories relevant to a :class:`RetrievalQuery` (the current user input) and merges
-  their :class:`Recall` s; the best :data:`RETRIEVED` become candidates, with their
-  exchanges.  The default router has one route, :class:`TermIndexRoute` (rare content
-  terms of the input, ``memory_terms`` index).  Further routes plug in here.
+* **recall**, during candidate collection (inside its read transaction): the
+  :class:`RetrievalRouter` builds the request's query (:func:`~contextledger.retrieval.request_query`:
+  the current user input, the task statement as task state, the unresolved calls), runs
+  the retrieval router's routes (:mod:`contextledger.retrieval`: ``keyword``,
+  ``semantic``, ``artifact``, ``memory``, then ``graph`` from the fused hits; the
+  assembler keeps its own recent window and rules) over the lineage's memories that are
+  not candidates already, fuses them by reciprocal rank (k = 60) and keeps the best
+  :data:`RETRIEVED`; they become candidates with their exchanges, and the usual policy
+  evaluation (visibility, ownership, privacy, branch, freshness, supersession) decides
+  what of them is sent — retrieval never bypasses a boundary.  What the router did (the
+  routes used, the routes unavailable and why, and per recalled memory its routes, ranks
+  and fused score) is the :attr:`Recalled.report` recorded on the ContextAssembly
+  (``retrieval``).
 * **evidence lines**, after shaping (:func:`evidence_lines`): every candidate memory not
   already shown by a unit in view becomes one line of the retrieval block, as its
   memory view allows (current, stale marker, restricted summary) — or nothing.
+
+Work per request is bounded by the routes' own limits (at most
+:data:`~contextledger.retrieval.router.PER_ROUTE` hits each, index ranges with a
+``LIMIT``, one matrix–vector product over the conversation's cached vectors) and
+:data:`RETRIEVED`, whatever the history length.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.pieces import Piece
 from contextledger.assembly.render import memory_line
-from contextledger.memory.terms import query_terms
-from contextledger.records.enums import OmissionReason, Role
-from contextledger.records.models import Message, ToolMemory
+from contextledger.records.enums import MessageKind, OmissionReason, Role, ToolCallStatus
+from contextledger.records.models import Message, ToolCall, ToolMemory
+from contextledger.retrieval.model import RetrievalQuery
+from contextledger.retrieval.query import request_query
+from contextledger.retrieval.routes import Route, RouteContext
 from contextledger.store.base import LineageSegment
-from contextledger.store.counters import in_lineage
 
 if TYPE_CHECKING:
     from contextledger.assembly.evaluate import Evaluator
+    from contextledger.retrieval.embed import Encoder
     from contextledger.store.reads import LineageReads
+    from contextledger.store.sql import SqlStore
     from contextledger.tokens import Tokenizer
 
 __all__ = [
+    "ASSEMBLY_ROUTES",
     "DEFAULT_ROUTER",
     "RETRIEVED",
-    "Recall",
-    "RetrievalQuery",
-    "RetrievalRoute",
+    "TASK_STATE_CHARS",
+    "Recalled",
     "RetrievalRouter",
-    "TermIndexRoute",
     "evidence_lines",
 ]
 
 RETRIEVED = 12
 """Most older memories recalled into one candidate set."""
 
+ASSEMBLY_ROUTES: tuple[str, ...] = ("keyword", "semantic", "artifact", "memory", "graph")
+"""The routes the assembler asks (the recent tail and the rules are its own stages)."""
+
+TASK_STATE_CHARS = 300
+"""Characters of the task statement taken into the query as task state."""
+
+UNRESOLVED_IN_QUERY = 8
+"""Most unresolved calls (pending, awaiting approval; the newest) in the query."""
+
+_DEFAULT: Any = object()
+_UNRESOLVED = (ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL)
+
 
 @dataclass(frozen=True, kw_only=True)
-class RetrievalQuery:
-    """What recall is asked for.
+class Recalled:
+    """What the router brought back for one request.
 
     Attributes:
-        text: the current user input (the newest user chat message of the window).
-        terms: its content terms (:func:`~contextledger.memory.terms.query_terms`), sorted.
-        segments: the request's lineage; only memories on it may be recalled.
-        exclude: ids of memories that are candidates already.
+        memories: the recalled memories that were not candidates yet, best first
+            (bodies read by id); they join the candidates with their exchanges.
+        relevance: memory id → points for every ranked memory, new or already a
+            candidate (``n`` for the best of ``n`` ranked, 1 for the last): the budget
+            evicts the evidence lines of recalled memories after the others of their
+            freshness class (:func:`~contextledger.assembly.drop_order.eviction_key`).
+        report: the explanation recorded on the ContextAssembly (``None``: no query —
+            no user input, task state or unresolved call): ``{"query": {"message_id",
+            "task_message_id", "unresolved_call_ids"}, "rrf_k", "routes_used",
+            "degraded": {route: why}, "routes": [{"name", "hits"}],
+            "hits": [{"record_id", "routes", "ranks", "fused_score", "candidate"}]}``
+            (``candidate``: the memory was a candidate already; the record adds
+            ``sent``: it reached the payload) — ids only, never text,
+            and no timing (the same request gives the same record).
+        duration_ms: the routes' time (recorded as ``timings_ms["retrieval"]``).
     """
 
-    text: str
-    terms: tuple[str, ...]
-    segments: tuple[LineageSegment, ...]
-    exclude: frozenset[str]
-
-
-class Recall(NamedTuple):
-    """One recalled memory: its id, the route's ``score`` (higher is more relevant,
-    comparable within a route) and its ``seq`` (newer wins ties)."""
-
-    memory_id: str
-    score: float
-    seq: int
-
-
-class RetrievalRoute(Protocol):
-    """A way of recalling older memories.  ``recall`` runs inside the collection's read
-    transaction (``reads``), must be bounded whatever the history length, deterministic,
-    and return only memories of ``query.segments`` not in ``query.exclude``."""
-
-    name: str
-
-    def recall(self, reads: LineageReads, query: RetrievalQuery) -> list[Recall]: ...
-
-
-class TermIndexRoute:
-    """Recall by content terms: the newest ``per_term`` index rows of each of the first
-    ``max_terms`` query terms are read (one ``ix_memory_terms_term`` range per term); a
-    memory scores the sum of its matched terms' rarity (``1 / rows found for the term``,
-    so a rare id outweighs a common word)."""
-
-    name = "terms"
-
-    def __init__(self, *, per_term: int = 64, max_terms: int = 12) -> None:
-        self.per_term = per_term
-        self.max_terms = max_terms
-
-    def recall(self, reads: LineageReads, query: RetrievalQuery) -> list[Recall]:
-        """Scored memories of ``query`` (see the class docstring)."""
-        terms = list(query.terms[: self.max_terms])
-        if not terms:
-            return []
-        segments = list(query.segments)
-        rows = [r for r in reads.term_matches(terms, self.per_term) if r[0] not in query.exclude and in_lineage(segments, r[2], r[3])]
-        per_term: dict[str, int] = {}
-        for _, term, _, _ in rows:
-            per_term[term] = per_term.get(term, 0) + 1
-        score: dict[str, float] = {}
-        newest: dict[str, int] = {}
-        for mem_id, term, _, seq in rows:
-            score[mem_id] = score.get(mem_id, 0.0) + 1.0 / per_term[term]
-            newest[mem_id] = seq
-        return [Recall(k, score[k], newest[k]) for k in score]
+    memories: list[ToolMemory]
+    relevance: dict[str, int]
+    report: dict[str, Any] | None
+    duration_ms: float = 0.0
 
 
 class RetrievalRouter:
-    """Asks every route and keeps the best ``limit`` memories: a memory's score is the sum
-    over the routes that recalled it; ties go to the newer, then to the smaller id."""
+    """The assembler's retrieval stage over the retrieval router (module docstring).
 
-    def __init__(self, routes: Sequence[RetrievalRoute], *, limit: int = RETRIEVED) -> None:
+    Args:
+        routes: route names of :data:`~contextledger.retrieval.router.ALL_ROUTES` and / or
+            :class:`~contextledger.retrieval.routes.Route` objects (``()``: no recall).
+        limit: most memories recalled.
+        encoder: the embedding model of the semantic route when the query's user
+            message has no stored vector (default: the process-wide one, ``None`` when
+            the ``retrieval`` extra is missing or embeddings are off — the semantic
+            route then reports itself unavailable and the others recall).
+    """
+
+    def __init__(self, routes: Sequence[str | Route] = ASSEMBLY_ROUTES, *, limit: int = RETRIEVED, encoder: Encoder | None = _DEFAULT) -> None:
         self.routes = tuple(routes)
         self.limit = limit
+        self._encoder = encoder
 
-    def query(self, window: list[Message], segments: Sequence[LineageSegment], have: set[str]) -> RetrievalQuery | None:
-        """The query of a request whose newest messages are ``window``: its newest user
-        chat message (``None`` when there is none, or it has no content terms)."""
-        current = next((m for m in reversed(window) if m.role is Role.USER and m.kind.value == "chat"), None)
-        if current is None:
+    @property
+    def route_names(self) -> tuple[str, ...]:
+        """The names of the routes asked."""
+        return tuple(r if isinstance(r, str) else r.name for r in self.routes)
+
+    def encoder(self) -> Encoder | None:
+        """The encoder given, else the process-wide one (or ``None``)."""
+        if self._encoder is not _DEFAULT:
+            return self._encoder
+        from contextledger.retrieval.embed import get_encoder
+
+        return get_encoder()
+
+    def query(self, window: Sequence[Message], head: Sequence[Message], calls: Sequence[ToolCall]) -> tuple[RetrievalQuery, dict[str, Any]] | None:
+        """The query of a request whose newest messages are ``window`` (``head``: the
+        older messages read, with the task statement; ``calls``: the candidate calls)
+        and its id-only description; ``None`` when there is nothing to ask."""
+        current = next((m for m in reversed(window) if m.role is Role.USER and m.kind is MessageKind.CHAT), None)
+        task = next((m for m in [*head, *window] if m.role is Role.USER and m.kind is MessageKind.CHAT), None)
+        task_text = ""
+        if task is not None and current is not None and task.id != current.id:
+            task_text = " ".join(p.text for p in task.parts if p.kind == "text" and p.text)[:TASK_STATE_CHARS]
+        unresolved = sorted((c for c in calls if c.status in _UNRESOLVED), key=lambda c: (c.seq, c.call_index))[-UNRESOLVED_IN_QUERY:]
+        q = request_query(current, task_state=task_text, unresolved=unresolved)
+        if not (q.text.strip() or q.context.strip()):
             return None
-        text = " ".join(getattr(p, "text", "") for p in current.parts)
-        terms = tuple(sorted(query_terms(text)))
-        if not terms:
-            return None
-        return RetrievalQuery(text=text, terms=terms, segments=tuple(segments), exclude=frozenset(have))
+        described = {
+            "message_id": current.id if current is not None and q.text else None,
+            "task_message_id": task.id if task_text and task is not None else None,
+            "unresolved_call_ids": [c.call_id for c in unresolved],
+        }
+        return q, described
 
-    def recall(self, reads: LineageReads, window: list[Message], segments: Sequence[LineageSegment], have: set[str]) -> list[ToolMemory]:
-        """The recalled memories (bodies read by id), best first."""
-        query = self.query(window, segments, have)
-        if query is None:
-            return []
-        score: dict[str, float] = {}
-        newest: dict[str, int] = {}
-        for route in self.routes:
-            for r in route.recall(reads, query):
-                score[r.memory_id] = score.get(r.memory_id, 0.0) + r.score
-                newest[r.memory_id] = max(newest.get(r.memory_id, r.seq), r.seq)
-        best = sorted(score, key=lambda k: (-score[k], -newest[k], k))[: self.limit]
-        return reads.memories_by_id(best) if best else []
+    def recall(self, store: SqlStore, reads: LineageReads, segments: Sequence[LineageSegment], window: Sequence[Message], head: Sequence[Message], calls: Sequence[ToolCall], have: set[str]) -> Recalled:
+        """Recall older memories for the request (module docstring), in ``reads``'s read
+        transaction; ``have``: ids of the memories that are candidates already.  The
+        fused memory hits are ranked down to ``limit`` memories that are not candidates
+        (at most ``2 × limit`` ranked in all)."""
+        asked = self.query(window, head, calls) if self.routes else None
+        if asked is None:
+            return Recalled(memories=[], relevance={}, report=None)
+        from contextledger.retrieval.router import route_and_fuse
+
+        q, described = asked
+        ctx = RouteContext(
+            store=store, conn=reads.conn, reads=reads, scope=reads.scope, conversation_id=reads.conversation_id,
+            segments=list(segments), encoder=self.encoder(), kinds=frozenset({"memory"}),
+        )
+        result, fused = route_and_fuse(ctx, q, self.routes)
+        ranked, new = [], 0
+        for f in fused:
+            if f[0] != "memory" or (f[1] not in have and new >= self.limit):
+                continue
+            new += f[1] not in have
+            ranked.append(f)
+            if len(ranked) >= 2 * self.limit:
+                break
+        want = [f[1] for f in ranked if f[1] not in have]
+        found = {m.id: m for m in reads.memories_by_id(want)} if want else {}
+        ranked = [f for f in ranked if f[1] in have or f[1] in found]
+        report = {
+            "query": described,
+            "rrf_k": result.rrf_k,
+            "routes_used": result.routes_used,
+            "degraded": result.degraded,
+            "routes": [{"name": r.name, "hits": r.hits} for r in result.routes],
+            "hits": [
+                {"record_id": rid, "routes": sorted(ranks), "ranks": dict(sorted(ranks.items())), "fused_score": round(score, 6), "candidate": rid in have}
+                for _, rid, score, ranks, _ in ranked
+            ],
+        }
+        relevance = {f[1]: len(ranked) - i for i, f in enumerate(ranked)}
+        ms = round(sum(r.duration_ms for r in result.routes), 3)
+        return Recalled(memories=[found[f[1]] for f in ranked if f[1] in found], relevance=relevance, report=report, duration_ms=ms)
 
 
-DEFAULT_ROUTER = RetrievalRouter([TermIndexRoute()])
-"""The router candidate collection uses unless given another."""
+DEFAULT_ROUTER = RetrievalRouter()
+"""The router candidate collection uses unless given another (every assembly route)."""
 
 
 def evidence_lines(memories: list[ToolMemory], in_view: set[str], covered_to: int, ev: Evaluator, tok: Tokenizer) -> list[Piece]:

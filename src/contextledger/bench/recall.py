@@ -4,44 +4,48 @@ Each case records, through the public recorder, one conversation: early tool res
 holding a fact and its distractors (same domain, other values), then unrelated tool
 work (``FILLER`` exchanges × the history multiplier), then a user question that refers
 to the fact by paraphrase, synonyms or — for the Japanese cases — other Japanese words.
-The question is scored by what a model would read at a fixed budget:
+The question is scored on the **assembled context of the real pipeline**: the request
+:class:`~contextledger.assembly.assembler.Assembler` builds at a fixed budget (OpenAI
+Chat, o200k tokens, payload overhead included), with its retrieval stage asking
 
-* ``none``: the recent tail only (the newest records, newest first, up to the budget);
-* ``keyword``: the recent tail's first :data:`TAIL_RECORDS` records, then the hits of the
-  keyword routes (``keyword``, ``memory``, ``artifact``) up to the budget;
-* ``semantic``: the same with the ``semantic`` route alone;
-* ``hybrid``: the same with every search route fused (RRF) and the graph route;
-* ``assembler``: ``Ledger.assemble`` at the same budget (the request as sent today).
+* ``none``: no route (the recent window, the newest memories and the task statement only);
+* ``keyword``: the keyword routes (``keyword``, ``memory``, ``artifact``);
+* ``semantic``: the ``semantic`` route alone;
+* ``hybrid``: every assembly route fused (RRF) and the graph route — the default.
 
-A case is recalled when its fact's answer string appears in that text.  Tokens are
-``o200k_base``.  Every mode reads the same ledger; embeddings are computed when
-recording (the ``retrieval`` extra is required).
+A case is recalled when its fact's answer string appears in the payload.  Every mode
+reads the same ledger; embeddings are computed when recording (the ``retrieval`` extra is
+required).  :func:`measure_latency` times assembly at a larger history with and without
+the semantic route, in one run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = ["CASES", "MODES", "RecallCase", "measure_cost", "recall_markdown", "run_recall"]
 
-MODES = ("none", "keyword", "semantic", "hybrid", "assembler")
+MODES = ("none", "keyword", "semantic", "hybrid")
 """Columns of the suite, in order."""
 
-TAIL_RECORDS = 2
-"""Recent records every retrieval mode keeps before the hits."""
+BUDGET = 400
+"""The default budget (tokens of the whole request)."""
 
 FILLER = 30
 """Unrelated exchanges at 1× history."""
 
 _ROUTES: dict[str, tuple[str, ...]] = {
+    "none": (),
     "keyword": ("keyword", "memory", "artifact"),
     "semantic": ("semantic",),
-    "hybrid": ("rules", "keyword", "semantic", "artifact", "memory", "graph"),
+    "hybrid": ("keyword", "semantic", "artifact", "memory", "graph"),
 }
 
 
@@ -143,71 +147,53 @@ def _record(ledger: Any, case: RecallCase, scale: int) -> str:
     return str(conv.id)
 
 
-def _pack(texts: Sequence[str], budget: int) -> str:
-    from contextledger.tokens import get_tokenizer
-
-    tok = get_tokenizer()
-    out: list[str] = []
-    used = 0
-    for t in texts:
-        n = tok.count(t) + 1  # and the newline before the next one
-        if used + n > budget:
-            continue
-        out.append(t)
-        used += n
-    return "\n".join(out)
-
-
-def _tail(ledger: Any, conv: str, n: int) -> list[str]:
-    scope = ledger.scope()
-    msgs = ledger.store.messages(scope, conv, last=n + 1)
-    mems = {m.source_artifact_ids[0]: m.summary for m in ledger.store.memories(scope, conv, last=n + 1) if m.source_artifact_ids}
-    out = []
-    for m in reversed(msgs):
-        for p in m.parts:
-            if p.kind == "tool_result" and p.artifact_id in mems:
-                out.append(mems[p.artifact_id])
-            elif p.kind == "text" and p.text:
-                out.append(p.text)
-    return out[: n + 1]
+@contextlib.contextmanager
+def _embeddings(mode: str) -> Iterator[None]:
+    """``CONTEXTLEDGER_EMBEDDINGS=mode`` for the body, the caller's value restored after."""
+    previous = os.environ.get("CONTEXTLEDGER_EMBEDDINGS")
+    os.environ["CONTEXTLEDGER_EMBEDDINGS"] = mode
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("CONTEXTLEDGER_EMBEDDINGS", None)
+        else:
+            os.environ["CONTEXTLEDGER_EMBEDDINGS"] = previous
 
 
-def _context(ledger: Any, conv: str, case: RecallCase, mode: str, budget: int) -> tuple[str, float]:
-    from contextledger.retrieval import RetrievalQuery, search
+def _context(ledger: Any, conv: str, mode: str, budget: int) -> tuple[str, int, float]:
+    """``(payload JSON, assembled tokens, milliseconds)`` of the request assembled with
+    ``mode``'s routes (not persisted, replay by estimate)."""
+    import json
 
+    from contextledger.assembly.assembler import Assembler
+    from contextledger.assembly.retrieval import RetrievalRouter
+
+    assembler = Assembler(ledger, ledger.policy, router=RetrievalRouter(_ROUTES[mode]))
     t0 = time.perf_counter()
-    if mode == "assembler":
-        res = ledger.assemble(conv, provider="openai-chat", budget_tokens=budget, persist=False)
-        import json
-
-        return json.dumps(res.payload, ensure_ascii=False), (time.perf_counter() - t0) * 1000
-    tail = _tail(ledger, conv, 40 if mode == "none" else TAIL_RECORDS)
-    if mode == "none":
-        return _pack(tail, budget), (time.perf_counter() - t0) * 1000
-    last = ledger.store.messages(ledger.scope(), conv, last=1)[0]
-    query = RetrievalQuery(text=case.question, vector_of=last.id)
-    result = search(ledger, ledger.scope(), conv, query, routes=_ROUTES[mode], limit=20)
-    hits = [h.excerpt or h.text for h in result.hits]  # the raw result when short and showable
-    return _pack([*tail[: TAIL_RECORDS + 1], *hits], budget), (time.perf_counter() - t0) * 1000
+    res = assembler.assemble(ledger.scope(), conv, provider="openai-chat", budget_tokens=budget, persist=False, replay="estimate")
+    ms = (time.perf_counter() - t0) * 1000
+    return json.dumps(res.payload, ensure_ascii=False), res.record.assembled_tokens, ms
 
 
-def run_recall(scales: Sequence[int] = (1, 10), *, budget: int = 200, cases: Sequence[str] | None = None, url: str | None = None) -> dict[str, Any]:
+def run_recall(scales: Sequence[int] = (1, 10), *, budget: int = BUDGET, cases: Sequence[str] | None = None, url: str | None = None) -> dict[str, Any]:
     """Run the suite; returns ``{"kind": "recall", "budget", "rows": [...], "summary":
     {scale: {mode: recall}}, "record_ms"}`` (a row per case × scale × mode: recalled,
-    tokens of the context, milliseconds).
+    tokens of the request, assembly milliseconds).
 
     Raises:
         EmbeddingsUnavailable: the ``retrieval`` extra is missing.
     """
-    import os
-
-    from contextledger.ledger import Ledger
     from contextledger.retrieval.embed import get_encoder
-    from contextledger.tokens import get_tokenizer
 
-    os.environ["CONTEXTLEDGER_EMBEDDINGS"] = "auto"
-    get_encoder(required=True)
-    chosen = [c for c in CASES if cases is None or c.name in cases]
+    with _embeddings("auto"):
+        get_encoder(required=True)
+        return _run_recall(scales, budget, [c for c in CASES if cases is None or c.name in cases], url)
+
+
+def _run_recall(scales: Sequence[int], budget: int, chosen: list[RecallCase], url: str | None) -> dict[str, Any]:
+    from contextledger.ledger import Ledger
+
     rows: list[dict[str, Any]] = []
     record_ms: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -219,23 +205,22 @@ def run_recall(scales: Sequence[int] = (1, 10), *, budget: int = 200, cases: Seq
                     conv = _record(ledger, case, scale)
                     record_ms[scale] = record_ms.get(scale, 0.0) + (time.perf_counter() - t0) * 1000
                     for mode in MODES:
-                        text, ms = _context(ledger, conv, case, mode, budget)
-                        rows.append({"case": case.name, "lang": case.lang, "scale": scale, "mode": mode, "recalled": case.answer in text,
-                                     "tokens": get_tokenizer().count(text), "ms": round(ms, 2)})
+                        text, tokens, ms = _context(ledger, conv, mode, budget)
+                        rows.append({"case": case.name, "lang": case.lang, "scale": scale, "mode": mode, "recalled": case.answer in text, "tokens": tokens, "ms": round(ms, 2)})
         finally:
             ledger.close()
     summary = {
         str(s): {m: round(sum(r["recalled"] for r in rows if r["scale"] == s and r["mode"] == m) / max(1, len(chosen)), 3) for m in MODES}
         for s in scales
     }
-    return {"kind": "recall", "budget": budget, "tail_records": TAIL_RECORDS, "cases": len(chosen), "rows": rows, "summary": summary,
+    return {"kind": "recall", "budget": budget, "provider": "openai-chat", "cases": len(chosen), "rows": rows, "summary": summary,
             "record_ms": {str(k): round(v, 1) for k, v in record_ms.items()}}
 
 
 def recall_markdown(report: dict[str, Any]) -> str:
     """The summary table (recall per mode and history multiplier), the per-case grid and,
     when measured, the cost table."""
-    lines = [f"Recall at {report['budget']} tokens ({report['cases']} cases):", "", "| history | " + " | ".join(MODES) + " |", "|---|" + "---:|" * len(MODES)]
+    lines = [f"Recall from the assembled request at {report['budget']} tokens ({report['cases']} cases):", "", "| history | " + " | ".join(MODES) + " |", "|---|" + "---:|" * len(MODES)]
     for scale, by_mode in report["summary"].items():
         lines.append(f"| {scale}× | " + " | ".join(f"{by_mode[m]:.2f}" for m in MODES) + " |")
     lines += ["", "| case | lang | history | " + " | ".join(MODES) + " |", "|---|---|---:|" + "---|" * len(MODES)]
@@ -249,6 +234,12 @@ def recall_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"Cost, one run ({cost['records']} tool exchanges recorded each way):", "",
                   "| record/s, embeddings off | record/s, embeddings on | search p50 ms, no semantic | search p50 ms, with semantic |", "|---:|---:|---:|---:|",
                   f"| {cost['record_per_s_embeddings_off']} | {cost['record_per_s_embeddings_auto']} | {cost['search_p50_ms_without_semantic']} | {cost['search_p50_ms_with_semantic']} |"]
+    lat = report.get("latency")
+    if lat:
+        lines += ["", f"Assembly latency at {lat['artifacts']:,} artifacts ({lat['shape']} history, one run, alternating):", "",
+                  "| p50 ms, every route | p50 ms, without semantic | ratio | routes p50 ms, with / without semantic | embedding (batches) |", "|---:|---:|---:|---:|---:|",
+                  f"| {lat['p50_ms_with_semantic']} | {lat['p50_ms_without_semantic']} | {lat['ratio']} | {lat['retrieval_p50_ms_with_semantic']} / {lat['retrieval_p50_ms_without_semantic']} "
+                  f"| {lat['vectors']:,} vectors in {lat['embed_s']} s ({lat['embed_per_s']}/s) |"]
     return "\n".join(lines) + "\n"
 
 
@@ -257,41 +248,122 @@ def measure_cost(records: int = 200, *, runs: int = 12) -> dict[str, Any]:
     throughput (tool exchanges per second through the recorder) with embeddings off and on,
     and the median search latency (ms, after 2 warm-up calls) without and with the semantic
     route on the ledger recorded with embeddings."""
-    import os
-    import statistics
-
-    from contextledger.ledger import Ledger
-    from contextledger.retrieval import request_query, search
     from contextledger.retrieval.embed import get_encoder
     from contextledger.tokens import get_tokenizer
 
     get_tokenizer().count("warm-up")  # loaded before either timing
     out: dict[str, Any] = {"records": records}
     for mode in ("off", "auto"):
-        os.environ["CONTEXTLEDGER_EMBEDDINGS"] = mode
-        if mode == "auto":
-            get_encoder(required=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            ledger = Ledger.open(f"sqlite:///{Path(tmp) / 'cost.db'}", blobs=Path(tmp) / "blobs")
-            try:
-                rec = ledger.recorder()
-                conv = rec.start_conversation(title="cost")
-                t0 = time.perf_counter()
-                for n in range(records):
-                    ftool, template = _FILLER[n % len(_FILLER)]
-                    _, calls = rec.record_assistant(conv.id, tool_calls=[{"call_id": f"x{n}", "tool_name": ftool, "arguments": {"n": n}}])
-                    rec.record_tool_result(conv.id, calls[0].call_id, template.format(n=n))
-                out[f"record_per_s_embeddings_{mode}"] = round(records / (time.perf_counter() - t0), 1)
-                if mode == "auto":
-                    msg = rec.record_message(conv.id, "user", "which page of items came back with 25 entries?")
-                    query = request_query(msg)
-                    for label, routes in (("search_p50_ms_without_semantic", _ROUTES["keyword"] + ("graph",)), ("search_p50_ms_with_semantic", _ROUTES["hybrid"])):
-                        times = []
-                        for _ in range(runs + 2):
-                            t1 = time.perf_counter()
-                            search(ledger, ledger.scope(), conv.id, query, routes=routes)
-                            times.append((time.perf_counter() - t1) * 1000)
-                        out[label] = round(statistics.median(times[2:]), 2)
-            finally:
-                ledger.close()
+        with _embeddings(mode):
+            if mode == "auto":
+                get_encoder(required=True)
+            out.update(_cost_run(records, runs, mode))
+    return out
+
+
+def _cost_run(records: int, runs: int, mode: str) -> dict[str, Any]:
+    """One ledger of :func:`measure_cost` recorded with embeddings ``mode``."""
+    import statistics
+
+    from contextledger.ledger import Ledger
+    from contextledger.retrieval import request_query, search
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        ledger = Ledger.open(f"sqlite:///{Path(tmp) / 'cost.db'}", blobs=Path(tmp) / "blobs")
+        try:
+            rec = ledger.recorder()
+            conv = rec.start_conversation(title="cost")
+            t0 = time.perf_counter()
+            for n in range(records):
+                ftool, template = _FILLER[n % len(_FILLER)]
+                _, calls = rec.record_assistant(conv.id, tool_calls=[{"call_id": f"x{n}", "tool_name": ftool, "arguments": {"n": n}}])
+                rec.record_tool_result(conv.id, calls[0].call_id, template.format(n=n))
+            out[f"record_per_s_embeddings_{mode}"] = round(records / (time.perf_counter() - t0), 1)
+            if mode == "auto":
+                msg = rec.record_message(conv.id, "user", "which page of items came back with 25 entries?")
+                query = request_query(msg)
+                for label, routes in (("search_p50_ms_without_semantic", _ROUTES["keyword"] + ("graph",)), ("search_p50_ms_with_semantic", _ROUTES["hybrid"])):
+                    times = []
+                    for _ in range(runs + 2):
+                        t1 = time.perf_counter()
+                        search(ledger, ledger.scope(), conv.id, query, routes=routes)
+                        times.append((time.perf_counter() - t1) * 1000)
+                    out[label] = round(statistics.median(times[2:]), 2)
+        finally:
+            ledger.close()
+    return out
+
+
+def measure_latency(artifacts: int = 10_000, *, runs: int = 30, shape: str = "pipeline") -> dict[str, Any]:
+    """Assembly latency with and without the semantic route, in one run on one history.
+
+    Records the ``shape`` history of ``artifacts`` tool artifacts through the recorder
+    with embeddings off (:func:`~contextledger.bench.scale.build_shape`, the history of
+    ``bench scale``), embeds it afterwards in batches (``contextledger index``,
+    :func:`~contextledger.retrieval.index.backfill`: embedding throughput in records per
+    second), then times ``Ledger.assemble``'s pipeline (OpenAI Chat, 4,000 tokens, the
+    scale bench's ``now``, not persisted, replay by estimate) with every assembly route
+    and with every route but ``semantic``, alternating, after 2 warm-up calls each.
+
+    Returns ``{"artifacts", "shape", "record_s", "embed_s", "vectors",
+    "embed_per_s", "p50_ms_with_semantic", "p50_ms_without_semantic", "ratio",
+    "retrieval_p50_ms_with_semantic", "retrieval_p50_ms_without_semantic", "routes_used_with_semantic", "routes_used_without_semantic"}``.
+
+    Raises:
+        EmbeddingsUnavailable: the ``retrieval`` extra is missing.
+    """
+    from contextledger.bench.scale import build_shape
+    from contextledger.ledger import Ledger
+    from contextledger.retrieval.embed import get_encoder
+    from contextledger.retrieval.index import backfill
+
+    with _embeddings("auto"):
+        encoder = get_encoder(required=True)
+    assert encoder is not None
+    out: dict[str, Any] = {"artifacts": artifacts, "shape": shape}
+    with tempfile.TemporaryDirectory() as tmp:
+        ledger = Ledger.open(f"sqlite:///{Path(tmp) / 'latency.db'}", blobs=Path(tmp) / "blobs")
+        try:
+            with _embeddings("off"):
+                conv, record_s = build_shape(ledger, artifacts, shape)
+            out["record_s"] = round(record_s, 2)
+            t0 = time.perf_counter()
+            done = backfill(ledger.store, ledger.scope(), conv, encoder=encoder)
+            out["embed_s"] = round(time.perf_counter() - t0, 2)
+            out["vectors"] = done["vectors"]
+            out["embed_per_s"] = round(done["vectors"] / max(out["embed_s"], 1e-9), 1)
+            out.update(_time_variants(ledger, conv, encoder, artifacts, shape, runs))
+        finally:
+            ledger.close()
+    out["ratio"] = round(out["p50_ms_with_semantic"] / max(out["p50_ms_without_semantic"], 1e-9), 3)
+    return out
+
+
+def _time_variants(ledger: Any, conv: str, encoder: Any, artifacts: int, shape: str, runs: int) -> dict[str, Any]:
+    """p50 of the assembly and of its routes, with and without ``semantic``, alternating."""
+    import statistics
+
+    from contextledger.assembly.assembler import Assembler
+    from contextledger.assembly.retrieval import ASSEMBLY_ROUTES, RetrievalRouter
+    from contextledger.bench.scale import scale_now
+
+    variants = {
+        "with_semantic": Assembler(ledger, ledger.policy, router=RetrievalRouter(ASSEMBLY_ROUTES, encoder=encoder)),
+        "without_semantic": Assembler(ledger, ledger.policy, router=RetrievalRouter(tuple(r for r in ASSEMBLY_ROUTES if r != "semantic"), encoder=encoder)),
+    }
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    routes: dict[str, list[float]] = {k: [] for k in variants}
+    out: dict[str, Any] = {}
+    for i in range(runs + 2):
+        for name, asm in variants.items():
+            t1 = time.perf_counter()
+            res = asm.assemble(ledger.scope(), conv, provider="openai-chat", budget_tokens=4000, now=scale_now(artifacts, shape), persist=False, replay="estimate")
+            if i >= 2:
+                times[name].append((time.perf_counter() - t1) * 1000)
+                routes[name].append(res.record.timings_ms.get("retrieval", 0.0))
+            out[f"routes_used_{name}"] = (res.record.retrieval or {}).get("routes_used")
+    for name in variants:
+        out[f"p50_ms_{name}"] = round(statistics.median(times[name]), 2)
+        out[f"retrieval_p50_ms_{name}"] = round(statistics.median(routes[name]), 2)
     return out

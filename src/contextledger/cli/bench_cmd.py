@@ -103,18 +103,26 @@ def scenarios(
 @app.command("recall")
 def recall(
     scales: Annotated[str, typer.Option("--scales", help="History multipliers, comma separated.")] = "1,10",
-    budget: Annotated[int, typer.Option("--budget", min=1, help="Tokens of context the question is answered from.")] = 200,
+    budget: Annotated[int, typer.Option("--budget", min=1, help="Tokens of the assembled request the question is answered from.")] = 400,
     case: Annotated[list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")] = None,
     cost_records: Annotated[int, typer.Option("--cost-records", min=0, help="Exchanges recorded with and without embeddings for the cost table (0: skip).")] = 200,
+    latency_artifacts: Annotated[int, typer.Option("--latency-artifacts", min=0, help="Artifacts of the history assembly p50 is timed at with and without the semantic route (0: skip; e.g. 10000).")] = 0,
+    latency_runs: Annotated[int, typer.Option("--latency-runs", min=1, help="Timed assemblies per variant.")] = 30,
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
     """The recall suite: older facts asked for in other words (English and Japanese, with
-    distractors), recall at a fixed budget with no retrieval, keyword only, semantic only,
-    hybrid, and today's assembler (needs the retrieval extra)."""
+    distractors), recall from the assembled request at a fixed budget with the retrieval
+    stage asking no route, the keyword routes, the semantic route, or all of them (needs
+    the retrieval extra); optionally assembly p50 with and without the semantic route."""
     import json
 
-    from contextledger.bench.recall import measure_cost, recall_markdown, run_recall
+    from contextledger.bench.recall import (
+        measure_cost,
+        measure_latency,
+        recall_markdown,
+        run_recall,
+    )
     from contextledger.bench.report import machine_info, versions
 
     with fail_cleanly(as_json):
@@ -122,6 +130,8 @@ def recall(
         report = {**report, "machine": machine_info(), "versions": versions()}
         if cost_records:
             report["cost"] = measure_cost(cost_records)
+        if latency_artifacts:
+            report["latency"] = measure_latency(latency_artifacts, runs=latency_runs)
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench-recall.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
         (out / "bench-recall.md").write_text(recall_markdown(report))

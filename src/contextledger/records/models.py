@@ -426,6 +426,10 @@ class ContextAssembly(Record):
     ``record_decisions`` is the compact per-record outcome list
     (:func:`contextledger.assembly.decisions.compact_decisions`) and ``lineage_max_seq``
     the newest lineage ``seq`` the request could see, when the assembler recorded them.
+    ``retrieval`` is what the retrieval router did for the request (the routes used,
+    the unavailable ones and why, per recalled memory its routes, ranks and fused
+    score; :class:`contextledger.assembly.retrieval.Recalled`), ``None`` when nothing
+    was asked.
     """
 
     id: str
@@ -463,6 +467,7 @@ class ContextAssembly(Record):
     record_decisions: list[list[Any]] | None = None
     lineage_max_seq: int | None = None
     payload_sha256: str | None = None
+    retrieval: dict[str, Any] | None = None
     created_at: datetime
 
 

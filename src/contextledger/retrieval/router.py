@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from contextledger.retrieval.embed import Encoder
     from contextledger.store.sql import SqlStore
 
-__all__ = ["ALL_ROUTES", "ROUTE_WEIGHTS", "SEARCH_ROUTES", "search"]
+__all__ = ["ALL_ROUTES", "ROUTE_WEIGHTS", "SEARCH_ROUTES", "route_and_fuse", "search"]
 
 ALL_ROUTES: tuple[str, ...] = ("recent", "rules", "keyword", "semantic", "artifact", "memory", "graph")
 """Every route, in the order they run (``graph`` runs last, from the others' hits)."""
@@ -142,7 +142,7 @@ def search(
             if viewer is None:
                 raise NotFoundError("participant", participant_id)
         ctx = RouteContext(store=store, conn=conn, reads=reads, scope=scope, conversation_id=conversation_id, segments=segments, encoder=encoder)
-        result, fused = _route_and_fuse(ctx, q, routes)
+        result, fused = route_and_fuse(ctx, q, routes)
         boundary = Boundary(policy, now=now or datetime.now(UTC), viewer=viewer, provider=provider)
         result.hits = boundary.admit(ctx, fused, limit)
         result.withheld = dict(boundary.withheld)
@@ -158,17 +158,32 @@ def _policy_of(ledger: Any) -> Policy:
     return policy
 
 
-def _route_and_fuse(ctx: RouteContext, q: RetrievalQuery, routes: Sequence[str]) -> tuple[RetrievalResult, list[Fused]]:
-    """Run the first-stage routes, fuse, run the graph route from the fused hits, fuse
-    again; the query's own record is dropped."""
+def route_and_fuse(ctx: RouteContext, q: RetrievalQuery, routes: Sequence[str | Route]) -> tuple[RetrievalResult, list[Fused]]:
+    """Run the first-stage routes inside ``ctx``'s read transaction, fuse, run the graph
+    route from the fused hits, fuse again; the query's own record is dropped.  No
+    boundary check: the caller admits the hits (:func:`search` through
+    :class:`~contextledger.retrieval.boundary.Boundary`, the assembler through its
+    policy evaluation).
+
+    Args:
+        routes: built-in route names (run in :data:`ALL_ROUTES` order) and / or
+            :class:`~contextledger.retrieval.routes.Route` objects (run after them,
+            before ``graph``, at weight 1 unless :data:`ROUTE_WEIGHTS` names them).
+
+    Returns:
+        ``(result with one report per route and no hits yet, fused list best first)``.
+    """
+    names = {r for r in routes if isinstance(r, str)}
+    first: list[Route] = [_FIRST[n] for n in ALL_ROUTES if n in names and n != "graph"]
+    first += [r for r in routes if not isinstance(r, str)]
     result = RetrievalResult(query=q.text, rrf_k=RRF_K)
     lists: dict[str, list[RouteHit]] = {}
-    for name in (n for n in ALL_ROUTES if n in routes and n != "graph"):
-        hits, report = _run(_FIRST[name], ctx, q, PER_ROUTE)
-        lists[name] = hits
+    for route in first:
+        hits, report = _run(route, ctx, q, PER_ROUTE)
+        lists[route.name] = hits
         result.routes.append(report)
     fused = fuse(lists, weights=ROUTE_WEIGHTS)
-    if "graph" in routes:
+    if "graph" in names:
         ctx.seeds = [(f[0], f[1]) for f in fused]
         hits, report = _run(_GRAPH, ctx, q, PER_ROUTE)
         lists["graph"] = hits

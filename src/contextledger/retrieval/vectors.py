@@ -50,6 +50,7 @@ class ConversationVectors:
     branch_codes: Any = None
     matrix: Any = None
     row_of: dict[str, int] = field(default_factory=dict)
+    kind_array: Any = None
 
     @property
     def nbytes(self) -> int:
@@ -81,6 +82,13 @@ class ConversationVectors:
         for b in self.branches:
             codes.setdefault(b, len(codes))
         self.branch_codes = (codes, np.array([codes[b] for b in self.branches], dtype=np.int32))
+        self.kind_array = np.array(self.kinds)
+
+    def kind_mask(self, kinds: frozenset[str]) -> npt.NDArray[np.bool_]:
+        """Rows whose record kind is one of ``kinds``."""
+        import numpy as np
+
+        return np.isin(self.kind_array, sorted(kinds))
 
     def lineage_mask(self, segments: list[LineageSegment]) -> npt.NDArray[np.bool_]:
         """Rows on the lineage (each segment's branch, up to its fork point)."""

@@ -59,10 +59,20 @@ class RouteContext:
     seeds: list[tuple[str, str]] = field(default_factory=list)
     """``(record_kind, record_id)`` of the first-stage fused hits, best first (the graph
     route starts from them)."""
+    exclude: frozenset[str] = frozenset()
+    """Ids no route returns (the assembler's candidates already): dropped before a
+    route cuts its list, so they never take a hit's place."""
+    kinds: frozenset[str] | None = None
+    """Record kinds wanted (``None``: every kind; the assembler asks for ``memory``)."""
 
     def in_lineage(self, branch_id: str, seq: int) -> bool:
         """Whether a row lies on the request's lineage."""
         return in_lineage(self.segments, branch_id, seq)
+
+    def wanted(self, kind: str, record_id: str) -> bool:
+        """Whether a hit of ``kind`` / ``record_id`` may be returned (kind wanted, not
+        excluded)."""
+        return record_id not in self.exclude and (self.kinds is None or kind in self.kinds)
 
 
 class Route(Protocol):

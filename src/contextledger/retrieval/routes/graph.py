@@ -65,5 +65,5 @@ class GraphRoute:
             for n in ctx.store.memories(ctx.scope, ctx.conversation_id, artifact_ids=sorted(arts), conn=ctx.conn):
                 if ctx.in_lineage(n.branch_id, n.seq):
                     found.setdefault(n.id, arts.get(n.source_artifact_ids[0], 0.0) if n.source_artifact_ids else 0.0)
-        hits = [RouteHit(record_kind="memory", record_id=rid, score=s) for rid, s in found.items() if rid not in seeds]
+        hits = [RouteHit(record_kind="memory", record_id=rid, score=s) for rid, s in found.items() if rid not in seeds and ctx.wanted("memory", rid)]
         return sorted(hits, key=lambda h: (-h.score, h.record_id))[:limit]

@@ -66,7 +66,7 @@ class LookupRoute:
             mems = ctx.store.memories(ctx.scope, ctx.conversation_id, subject_keys=[f"file:{p}" for p in paths], conn=ctx.conn)
             for m in sorted((m for m in mems if ctx.in_lineage(m.branch_id, m.seq)), key=lambda m: -m.seq)[: _PER_PATH * len(paths)]:
                 found.setdefault(("memory", m.id), 1.0)
-        hits = [RouteHit(record_kind=k, record_id=r, score=s) for (k, r), s in found.items()]
+        hits = [RouteHit(record_kind=k, record_id=r, score=s) for (k, r), s in found.items() if ctx.wanted(k, r)]
         return sorted(hits, key=lambda h: -h.score)[:limit]
 
     @staticmethod

@@ -1,7 +1,8 @@
 """Memory route: memories sharing content terms with the query through the memory term
 index (:mod:`contextledger.memory.terms`, migration 0004): the newest 64 index rows per
 term (at most 12 terms), each memory scored by the sum of its terms' rarity
-(``1 / rows found``), so a rare id outweighs a common word."""
+(``1 / rows found``), so a rare id outweighs a common word.  The terms of the request
+text come first, those of its context (task state, unresolved calls) fill the rest."""
 
 from __future__ import annotations
 
@@ -26,10 +27,11 @@ class MemoryRoute:
 
     def run(self, ctx: RouteContext, query: RetrievalQuery, limit: int) -> list[RouteHit]:
         """Memories ranked by summed term rarity (ties: newest)."""
-        terms = sorted(query_terms(f"{query.text}\n{query.context}"))[:_MAX_TERMS]
-        if not terms:
+        own = sorted(query_terms(query.text))
+        terms = (own + sorted(query_terms(query.context) - set(own)))[:_MAX_TERMS]
+        if not terms or not ctx.wanted("memory", ""):
             return []
-        rows = [r for r in ctx.reads.term_matches(terms, _PER_TERM) if ctx.in_lineage(r[2], r[3])]
+        rows = [r for r in ctx.reads.term_matches(terms, _PER_TERM) if r[0] not in ctx.exclude and ctx.in_lineage(r[2], r[3])]
         per_term: dict[str, int] = {}
         for _, term, _, _ in rows:
             per_term[term] = per_term.get(term, 0) + 1

@@ -53,8 +53,11 @@ class SemanticRoute:
         if not cv.record_ids:
             raise RouteUnavailable("no embedded records in this conversation (record with the retrieval extra, or run `contextledger index`)")
         mask = cv.lineage_mask(ctx.segments)
-        if query.vector_of and query.vector_of in cv.row_of:
-            mask[cv.row_of[query.vector_of]] = False
+        for rid in ((query.vector_of,) if query.vector_of else ()) + tuple(ctx.exclude):
+            if rid in cv.row_of:
+                mask[cv.row_of[rid]] = False
+        if ctx.kinds is not None:
+            mask &= cv.kind_mask(ctx.kinds)
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []

@@ -68,26 +68,24 @@ def compact(conversation_id: str, body: CompactIn, request: Request, scope: Scop
             "previous_compaction_id": c.previous_compaction_id, "source_refs": list(c.source_refs), "document": c.document}
 
 
-@router.get("/conversations/{conversation_id}/search", tags=["records"], summary="Tool memories matching the words of a query")
+@router.get("/conversations/{conversation_id}/search", tags=["records"], summary="Recall records that answer a query (the retrieval router)")
 def search(
     conversation_id: str, request: Request, scope: ScopeDep,
     q: Annotated[str, Query(min_length=1, max_length=2000)], limit: Annotated[int, Query(ge=1, le=200)] = 20,
+    branch_id: Annotated[str | None, Query(max_length=64)] = None,
+    participant_id: Annotated[str | None, Query(max_length=64)] = None,
+    provider: Annotated[str | None, Query(max_length=64)] = None,
+    routes: Annotated[str | None, Query(max_length=200, description="Comma-separated route names (default: every search route).")] = None,
 ) -> dict[str, Any]:
-    """Memories indexed under the query's content terms (the memory term index), ranked
-    by how many terms they match, newest first among equals."""
-    from contextledger.memory.terms import query_terms
+    """The retrieval router's hits (``contextledger search --json``: ``query``, ``rrf_k``,
+    ``routes_used``, ``degraded``, ``routes``, ``withheld``, ``hits`` with each hit's
+    routes, ranks, own scores and fused score) and ``results``: the memory hits with
+    their tool, artifacts and observation time."""
+    from contextledger.retrieval import SEARCH_ROUTES
+    from contextledger.retrieval import search as recall
+    from contextledger.retrieval.present import memory_results
 
-    store = ledger_of(request).store
-    store.get_conversation(scope, conversation_id)
-    terms = sorted(query_terms(q))
-    hits: dict[str, tuple[int, int]] = {}
-    for memory_id, _term, _branch, seq in store.term_matches(scope, conversation_id, terms, per_term=limit):
-        n, _ = hits.get(memory_id, (0, seq))
-        hits[memory_id] = (n + 1, seq)
-    ranked = sorted(hits.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))[:limit]
-    results = []
-    for memory_id, (matched, _seq) in ranked:
-        mem = store.get_memory(scope, memory_id)
-        results.append({"memory_id": mem.id, "matched_terms": matched, "source_tool": mem.source_tool, "summary": mem.summary,
-                        "source_artifact_ids": list(mem.source_artifact_ids), "observed_at": mem.observed_at.isoformat()})
-    return {"query": q, "terms": terms, "results": results}
+    ledger = ledger_of(request)
+    chosen = tuple(r.strip() for r in routes.split(",") if r.strip()) if routes else SEARCH_ROUTES
+    result = recall(ledger, scope, conversation_id, q, branch_id=branch_id, participant_id=participant_id, provider=provider, limit=limit, routes=chosen)
+    return {**result.to_json(), "results": memory_results(ledger.store, scope, conversation_id, result, q)}

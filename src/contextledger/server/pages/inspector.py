@@ -92,8 +92,10 @@ def assembly_page(
         return _problem(request, exc)
     shown = [d for d in v.decisions.records if (not decision or d.decision == decision) and (not reason or d.reason == reason)]
     scale = max(v.record.replay_tokens, v.record.budget_tokens, v.record.assembled_tokens, 1)
+    from contextledger.explain import retrieval_explanation
+
     return render(request, "assembly.html", title=f"Request {assembly_id}", v=v, shown=shown, decision=decision, reason=reason, decisions=DECISIONS,
-                  reason_text=REASON_TEXT, sources=SOURCES, scale=scale)
+                  reason_text=REASON_TEXT, sources=SOURCES, scale=scale, retrieval=retrieval_explanation(v.record.retrieval))
 
 
 @router.get("/assemblies/{assembly_id}/why-not", response_class=HTMLResponse)
