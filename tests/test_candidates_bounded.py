@@ -27,6 +27,7 @@ from contextledger.assembly.candidates import (
     CandidateSet,
     collect_candidates,
 )
+from contextledger.assembly.retrieval import DEFAULT_ROUTER, RETRIEVED, RetrievalRouter
 from contextledger.bench.scale import build_shape, scale_now
 from contextledger.bench.scale_coding import final_error_line
 from contextledger.ledger import Ledger
@@ -39,10 +40,10 @@ SYSTEM_PROMPT = "You are a careful coding agent working in the pkg repository."
 FINAL_ERROR = "E   AssertionError: parse('a,\"b,c\"') returned 3 fields, expected 2"
 
 
-def _candidates(ledger: Ledger, conv_id: str, **over: int) -> CandidateSet:
+def _candidates(ledger: Ledger, conv_id: str, router: RetrievalRouter = DEFAULT_ROUTER, **over: int) -> CandidateSet:
     """The candidate set the assembler collects at a 4,000-token budget (default policy)."""
     args = {"recent_window": 80, "max_candidates": 160, "recovery_window": 20} | over
-    return collect_candidates(ledger.store, ledger.scope(), conv_id, None, **args)
+    return collect_candidates(ledger.store, ledger.scope(), conv_id, None, router=router, **args)
 
 
 def _lineage_calls(ledger: Ledger, conv_id: str, status: ToolCallStatus) -> list[ToolCall]:
@@ -73,11 +74,16 @@ def coding(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Ledger, d
 def test_coding_candidates_do_not_grow_with_failures(coding: tuple[Ledger, dict[int, str]]) -> None:
     ledger, convs = coding
     assert [len(_lineage_calls(ledger, convs[n], FAILED)) for n in (600, 900)] == [23, 34]
+    # without recall the candidate set is the same at both lengths; the retrieval stage
+    # adds the exchanges of at most RETRIEVED (12) older memories it ranks for the request
+    plain = [(len(c.messages), len(c.calls)) for c in (_candidates(ledger, convs[n], router=RetrievalRouter(())) for n in (600, 900))]
+    assert plain == [(120, 58), (120, 58)]
+    # (which older memories tie in the fusion depends on record ids, so on the build)
     sizes = [(len(c.messages), len(c.calls)) for c in (_candidates(ledger, convs[n]) for n in (600, 900))]
-    assert sizes == [(144, 70), (144, 70)]
+    assert all(120 < m <= 120 + 2 * RETRIEVED and 58 < k <= 58 + RETRIEVED for m, k in sizes), sizes
     # every failure of the lineage as a candidate (the read before the bound) grows with them
-    unbounded = _candidates(ledger, convs[900], recovery_window=10**6)
-    assert (len(unbounded.messages), len(unbounded.calls), sum(c.status is FAILED for c in unbounded.calls)) == (172, 84, 34)
+    unbounded = _candidates(ledger, convs[900], router=RetrievalRouter(()), recovery_window=10**6)
+    assert (len(unbounded.messages), len(unbounded.calls), sum(c.status is FAILED for c in unbounded.calls)) == (148, 72, 34)
 
 
 @pytest.mark.parametrize("n", [600, 900])
