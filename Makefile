@@ -5,7 +5,15 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint
+# the long hostile-input run (CI runs it after the tests): counts per target below
+FUZZ_EXAMPLES ?= 10000
+FUZZ_RECORDER ?= 10000
+FUZZ_RECORDER_POSTGRESQL ?= 1000
+LEAK_GRAPHS ?= 10000
+LEAK_GRAPHS_POSTGRESQL ?= 1000
+LEAK_SHARDS ?= 40
+
+.PHONY: demo test lint fuzz
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +39,10 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
+
+fuzz: $(VENV)/.installed-dev
+	$(BIN)/python scripts/regex_scan.py
+	CONTEXTLEDGER_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) CONTEXTLEDGER_FUZZ_RECORDER=$(FUZZ_RECORDER) \
+	CONTEXTLEDGER_FUZZ_RECORDER_POSTGRESQL=$(FUZZ_RECORDER_POSTGRESQL) CONTEXTLEDGER_LEAK_GRAPHS=$(LEAK_GRAPHS) \
+	CONTEXTLEDGER_LEAK_GRAPHS_POSTGRESQL=$(LEAK_GRAPHS_POSTGRESQL) CONTEXTLEDGER_LEAK_SHARDS=$(LEAK_SHARDS) \
+	$(BIN)/python -m pytest -n auto --dist load -q tests/test_fuzz_inputs.py tests/test_leak_invariants.py tests/test_service_proxy_fuzz.py

@@ -101,8 +101,9 @@ def recorder_ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
         led.close()
 
 
-RECORDER_CALLS = int(os.environ.get("CONTEXTLEDGER_FUZZ_RECORDER", "200"))
-"""Hostile recorder calls per backend (``make fuzz``: 10,000)."""
+RECORDER_CALLS = {"sqlite": int(os.environ.get("CONTEXTLEDGER_FUZZ_RECORDER", "200"))}
+RECORDER_CALLS["postgresql"] = int(os.environ.get("CONTEXTLEDGER_FUZZ_RECORDER_POSTGRESQL", str(RECORDER_CALLS["sqlite"])))
+"""Hostile recorder calls per backend (``make fuzz``: 10,000 on SQLite)."""
 
 
 def test_recorder_api_survives_hostile_text(recorder_ledger: Ledger) -> None:
@@ -114,7 +115,7 @@ def test_recorder_api_survives_hostile_text(recorder_ledger: Ledger) -> None:
     conv = rec.start_conversation(title="fuzz")
     counter = iter(range(10**9))
 
-    @fuzz_settings(RECORDER_CALLS)
+    @fuzz_settings(RECORDER_CALLS[scratch.store.dialect])
     @given(kind=_call, text=hostile_text(), name=hostile_text(), role=st.sampled_from(["user", "assistant", "system", "tool", "bogus", "\x00"]))
     def run(kind: str, text: str, name: str, role: str) -> None:
         n = next(counter)
