@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from contextledger.memory.dialects import ToolSpec, lookup_tool, spec_by_shape
@@ -144,7 +145,10 @@ def program_of(command: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def _shell_action(command: str) -> Action:
+    # a pure function of the command text (Action is frozen): the extractors of one
+    # result ask for the same command several times, and agents repeat their commands
     one = command.strip()
     written = shell_write(one) if one else None
     if written is not None:
