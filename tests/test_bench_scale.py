@@ -140,7 +140,7 @@ def test_coding_history_structure(sqlite_ledger: Ledger) -> None:
     assert SLOTS[16:18] == ("read_d", "edit_d")
     read, edit = mems[arts["c000091"].id], mems[arts["c000092"].id]
     assert read.subject_key == edit.subject_key == "file:src/pkg/module_007.py"
-    assert read.resolution_state is ResolutionState.STALE and read.limits == f"file changed later ({edit.id})"
+    assert read.resolution_state is ResolutionState.STALE and read.limits == f"file changed later (m{edit.seq})"
     assert edit.resolution_state is ResolutionState.CURRENT
     # a failing run is superseded by the passing rerun of the same command after the edit
     failed, passed = mems[arts["c000078"].id], mems[arts["c000081"].id]

@@ -17,11 +17,16 @@ from hypothesis import strategies as st
 from contextledger.ledger import Ledger
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-ID = re.compile(r"\b(?:msg|art|mem|call|conv|br|part|run|asm|dec|skill|ckpt|rule)_[0-9A-Za-z]{16,26}\b")
+ID = re.compile(
+    r"\b(?:msg|art|mem|call|conv|br|part|run|asm|dec|skill|ckpt|rule)_[0-9A-Za-z]{16,26}\b"
+    r"|(?:(?<=\[memory )|(?<=\[stale memory )|(?<=\[artifact )|(?<=superseded by ))[ma][1-9][0-9]*\b"
+)
 
 
 def normalise(payload: dict[str, Any]) -> str:
-    """Replace every record id by its ordinal of first appearance."""
+    """Replace every record id, and every handle (``m12``, ``a12``), by its ordinal of
+    first appearance: handles number records in the order they were recorded, so results
+    that completed in another order carry other numbers (the same selection)."""
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
     seen: dict[str, str] = {}
 

@@ -321,7 +321,8 @@ def test_repair_repoints_to_same_evidence() -> None:
     )
     assert repaired.source_artifact_ids == ("art_new",)
     assert repaired.payload["artifact"] == "art_new"
-    assert repaired.summary.endswith("[artifact art_new, 10 bytes]")
+    # the reference names the new artifact by its handle (a<seq>)
+    assert repaired.summary.endswith("[artifact a5, 10 bytes]")
 
 
 def test_repair_never_fabricates() -> None:

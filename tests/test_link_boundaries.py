@@ -266,7 +266,7 @@ def test_an_edit_on_a_fork_leaves_the_parents_read_current(ledger: Ledger) -> No
     assert _working_set(main) == ["- src/a.py (read)"]
     assert edit.id not in _payload(main) and "stale" not in main.record.omitted
     alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False, trace=True)
-    assert _tool_text(alt, "r1").startswith(f"[stale memory {read.id} · Read · observed 1 min ago]\nRead succeeded: read src/a.py lines 1-5")
+    assert _tool_text(alt, "r1").startswith(f"[stale memory m{read.seq} · Read · observed 1 min ago]\nRead succeeded: read src/a.py lines 1-5")
     # stale on this lineage: never raw, not even in the recent tail (as for a read made
     # stale on its own branch)
     assert "line 0" not in _tool_text(alt, "r1")
@@ -279,7 +279,7 @@ def test_an_edit_on_a_fork_leaves_the_parents_read_current(ledger: Ledger) -> No
     ask = rec.record_message(conv.id, "user", "And now?", branch_id=fork.id)
     grandchild = rec.fork(conv.id, ask.id, name="alt of alt", activate=False)
     deeper = ledger.assemble(conv.id, branch_id=grandchild.id, now=now, persist=False)
-    assert _tool_text(deeper, "r1").startswith(f"[stale memory {read.id} ·")
+    assert _tool_text(deeper, "r1").startswith(f"[stale memory m{read.seq} ·")
     main_again = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False)
     assert main_again.payload == main.payload
 
@@ -297,7 +297,7 @@ def test_a_read_on_a_fork_supersedes_the_parents_read_on_the_fork_only(ledger: L
     main = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False)
     assert _tool_text(main, "r1") == _READ and again.id not in _payload(main)
     alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False)
-    assert _tool_text(alt, "r1") == f"[superseded by {again.id}: see the newer result]"
+    assert _tool_text(alt, "r1") == f"[superseded by m{again.seq}: see the newer result]"
 
 
 def test_an_edit_on_the_same_branch_still_makes_the_read_stale(ledger: Ledger) -> None:
@@ -309,7 +309,7 @@ def test_an_edit_on_the_same_branch_still_makes_the_read_stale(ledger: Ledger) -
     rec.record_assistant(conv.id, tool_calls=[{"call_id": "e1", "tool_name": "Edit", "arguments": {"file_path": "src/a.py", "old_string": "line 1", "new_string": "line one"}}])
     edit = rec.record_tool_result(conv.id, "e1", _EDITED, observed_at=T0 + timedelta(seconds=5))[2]
     stored = {m.id: m for m in ledger.store.memories(ledger.scope(), conv.id, segments=None)}
-    assert (stored[read.id].resolution_state, stored[read.id].limits) == (ResolutionState.STALE, f"file changed later ({edit.id})")
+    assert (stored[read.id].resolution_state, stored[read.id].limits) == (ResolutionState.STALE, f"file changed later (m{edit.seq})")
     assert LINEAGE_STALE_KEY not in stored[edit.id].payload
 
 

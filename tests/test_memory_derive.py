@@ -105,8 +105,10 @@ def test_derive_failed_test_run_keeps_shape_and_provenance() -> None:
     lines = mem.summary.splitlines()
     assert 1 <= len(lines) <= 3
     assert lines[0] == f"bash succeeded: tests: {command} → failed: 1 failed, 22 passed in 0.49s"
-    assert lines[-1].endswith(artifact_ref_text("art_1", 7542))
-    assert artifact_ref_text("art_1", 7542) == "[artifact art_1, 7,542 bytes]"
+    # the artifact is named by its handle (a<seq>), never by its random id
+    assert lines[-1].endswith(artifact_ref_text("a7", 7542))
+    assert artifact_ref_text("a7", 7542) == "[artifact a7, 7,542 bytes]"
+    assert "art_" not in mem.summary
     assert mem.token_count == get_tokenizer().count(render_memory_text(mem))
     assert mem.revalidation_tool == "bash"
 
@@ -153,11 +155,11 @@ def test_render_texts() -> None:
     art = _artifact("Read", '{"file_path": "/src/a.py"}', raw)
     mem = derive_memory(art, raw, id="mem_r")
     text = render_memory_text(mem)
-    assert text.splitlines()[0] == "[memory mem_r · session · observed 2026-05-03T10:00Z]"
+    assert text.splitlines()[0] == "[memory m7 · session · observed 2026-05-03T10:00Z]"
     assert text.splitlines()[1].startswith("Read succeeded: read /src/a.py lines 1-40 · ")
     marker = render_stale_marker(mem, T0 + timedelta(hours=13, minutes=5))
     assert marker.splitlines() == [
-        "[stale memory mem_r · Read · observed 13 h 5 min ago · stale since 1 h 5 min]",
+        "[stale memory m7 · Read · observed 13 h 5 min ago · stale since 1 h 5 min]",
         mem.summary.splitlines()[0],
         'revalidate: Read {"file_path": "/src/a.py"}',
     ]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.decisions import REASON_TEXT as _REASON_TEXT
 from contextledger.errors import ContextLedgerError, NotFoundError
+from contextledger.handles import parse_handle, resolve_ref
 from contextledger.inspector.resolve import SOURCES, assembly_decisions
 from contextledger.inspector.whynot import WhyNotHit, why_not
 from contextledger.store.base import Scope
@@ -32,7 +33,10 @@ def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, reco
     "decisions": [{record_id, kind, decision, reason, family, shape, bucket, detail,
     notes}], "records": {record_id: [trace entry, ...]}}``; with ``record_id`` only that
     record's ``decision``, trace entries (``decisions``) and ``recalled`` (its
-    retrieval hit, or ``None``).  ``decisions`` holds one
+    retrieval hit, or ``None``).  ``record_id`` may be the
+    handle the payload shows (``m12``, ``a12``: :mod:`contextledger.handles`), resolved
+    in the assembly's conversation (``record_id`` in the answer is then the full id and
+    ``handle`` the handle asked for).  ``decisions`` holds one
     outcome per record (raw / memory / stale_marker / reference / omitted) for every
     assembly, traced or not (:func:`contextledger.inspector.resolve.assembly_decisions`;
     ``decision_source`` says where they came from).
@@ -74,6 +78,10 @@ def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, reco
     out["retrieval"] = retrieval_explanation(record.retrieval)
     final = ds.by_id()
     if record_id is not None:
+        handle = parse_handle(record_id)
+        if handle is not None:
+            record_id = resolve_ref(store, scope, record.conversation_id, record_id)
+            out["handle"] = str(handle)
         if record_id not in record.selected_refs and record_id not in by_record and not record_exists(store, scope, record.conversation_id, record_id):
             raise NotFoundError("record", record_id)
         out["record_id"] = record_id

@@ -224,19 +224,30 @@ class Ledger:
 
         return resume_state(self.runtime, scope or self.scope(), conversation_id, branch_id=branch_id, participant_id=participant_id)
 
-    def rehydrate(self, artifact_id: str, *, scope: Scope | None = None, reveal: bool = False, actor: str = "api", reason: str = "explicit request") -> bytes:
+    def rehydrate(
+        self, artifact_id: str, *, conversation_id: str | None = None, scope: Scope | None = None, reveal: bool = False,
+        actor: str = "api", reason: str = "explicit request",
+    ) -> bytes:
         """The exact raw bytes of an artifact, verified against its sha256.  A
         ``secret_like`` artifact's bytes are returned only with ``reveal=True``, and that
         request is recorded as a PolicyDecision (``actor``, ``reason``).  See
         :func:`contextledger.security.reveal.rehydrate_artifact`.
 
+        Args:
+            artifact_id: the artifact's id, or the handle a payload shows (``a12``; a
+                memory handle ``m12`` names the artifact it was derived from), which
+                needs ``conversation_id`` (:mod:`contextledger.handles`).
+
         Raises:
             NotFoundError / IntegrityError; PolicyError: a secret-like artifact without
-            ``reveal``.
+            ``reveal``; InputError: a handle without ``conversation_id``.
         """
+        from contextledger.handles import resolve_artifact_ref
         from contextledger.security.reveal import rehydrate_artifact
 
-        return rehydrate_artifact(self, scope or self.scope(), artifact_id, reveal=reveal, actor=actor, reason=reason)
+        sc = scope or self.scope()
+        art_id = resolve_artifact_ref(self.store, sc, conversation_id, artifact_id)
+        return rehydrate_artifact(self, sc, art_id, reveal=reveal, actor=actor, reason=reason)
 
     def explain(self, assembly_id: str, *, record_id: str | None = None, scope: Scope | None = None) -> dict[str, Any]:
         """Why each record was included, shaped or omitted in an assembly."""

@@ -527,7 +527,8 @@ class Evaluator:
                     lines = [ln.strip() for ln in mem.summary.strip().splitlines()[:2] if ln.strip()]
                     outcome = " " + " — ".join([tight_summary(lines[0]), *lines[1:]])[:240] if lines else ""
                 # the successor is named only when the viewer sees it in this request
-                succ = self.lineage.successor(mem)
+                succ_id = self.lineage.successor(mem)
+                succ = self.lineage.handle(succ_id) if succ_id is not None else None
                 head = f"superseded by {succ}: see the newer result" if succ is not None else "superseded by a newer result"
                 view = MemoryView(text=f"[{head}]{outcome}", shape=Shape.REFERENCE, raw_prefix=f"[superseded by {succ or 'a newer result'}]\n")
         elif (private := q.privacy.check(mem.privacy_class)) is not None:
@@ -540,6 +541,8 @@ class Evaluator:
             final = False
             others = [o for o in q.conflict.conflicts(mem) if o not in self.lineage.hidden]
             if others:
-                conflict = " [conflicts with " + ", ".join(others) + "]"
+                # named by handle, in seq order; a partner outside this request has none
+                named = self.lineage.handles(others)
+                conflict = " [conflicts with " + (", ".join(named) if named else "another memory") + "]"
                 q._add(mem.id, "memory", PolicyFamily.CONFLICT, DecisionKind.MARK_CONFLICT, "conflict_marked", others=others)
         return final, view, tuple(q.decisions), conflict

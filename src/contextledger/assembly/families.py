@@ -12,12 +12,13 @@ assembler when it shapes and rehydrates) and records every verdict in the trace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from contextledger.assembly.units import derived
+from contextledger.handles import MEMORY_PREFIX
 from contextledger.records.enums import (
     OmissionReason,
     PolicyFamily,
@@ -213,19 +214,33 @@ class LineageLinks:
             (the first noted).
         stale: old memory id → id of a visible memory listing it under
             ``payload["makes_stale"]`` (the first noted).
+        seqs: memory id → ``seq`` of every memory noted (its handle, :meth:`handle`).
     """
 
-    __slots__ = ("hidden", "stale", "superseded", "visible")
+    __slots__ = ("hidden", "seqs", "stale", "superseded", "visible")
 
     def __init__(self) -> None:
         self.visible: set[str] = set()
         self.hidden: set[str] = set()
         self.superseded: dict[str, str] = {}
         self.stale: dict[str, str] = {}
+        self.seqs: dict[str, int] = {}
+
+    def handle(self, memory_id: str) -> str | None:
+        """The handle (``m12``, :mod:`contextledger.handles`) of a memory noted in this
+        request, else ``None`` — a payload names a linked memory by handle, never by its
+        random id."""
+        seq = self.seqs.get(memory_id)
+        return None if seq is None else f"{MEMORY_PREFIX}{seq}"
+
+    def handles(self, memory_ids: Iterable[str]) -> list[str]:
+        """The handles of the noted memories among ``memory_ids``, in ``seq`` order."""
+        return [f"{MEMORY_PREFIX}{s}" for s in sorted(self.seqs[i] for i in set(memory_ids) if i in self.seqs)]
 
     def note(self, mem: ToolMemory, *, visible: bool) -> None:
         """Record that the request holds ``mem`` and whether the viewer may see it; the
         links a visible memory carries apply to this request."""
+        self.seqs[mem.id] = mem.seq
         if not visible:
             if mem.id not in self.visible:
                 self.hidden.add(mem.id)
@@ -259,6 +274,7 @@ class LineageLinks:
             succ is not None and succ in self.visible,
             self.superseded.get(mem.id),
             tuple(c for c in mem.conflicts_with if c in self.hidden),
+            tuple(self.seqs.get(c) for c in (succ, self.superseded.get(mem.id), *mem.conflicts_with) if c is not None),
         )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from contextledger.assembly.pieces import Piece
+from contextledger.handles import artifact_handle
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import OmissionReason, Shape
 from contextledger.records.parts import Part, TextPart, ToolResultPart
@@ -48,14 +49,15 @@ def shrink_mandatory(st: DropState, chosen: list[Piece], ev: Evaluator, over: in
     target = max(32, biggest.cost - over - 16)
     tok = shaper.tok
     new_msgs: list[WireMessage] = []
+    where = _positions(biggest)
     for m in biggest.messages:
         parts: list[Part] = []
         share = max(16, target // max(1, len(biggest.messages)))
         for part in m.parts:
             if isinstance(part, TextPart) and tok.count(part.text) > 48:
-                parts.append(TextPart(text=cut_text(tok, part.text, share, m.ref)))
+                parts.append(TextPart(text=cut_text(tok, part.text, share, where.get(m.ref or ""))))
             elif isinstance(part, ToolResultPart) and part.text is not None and tok.count(part.text) > 48:
-                parts.append(part.model_copy(update={"text": cut_text(tok, part.text, share, m.ref)}))
+                parts.append(part.model_copy(update={"text": cut_text(tok, part.text, share, where.get(m.ref or ""))}))
             else:
                 parts.append(part)
         new_msgs.append(WireMessage(role=m.role, parts=tuple(parts), name=m.name, ref=m.ref))
@@ -69,15 +71,28 @@ def shrink_mandatory(st: DropState, chosen: list[Piece], ev: Evaluator, over: in
     return True
 
 
+def _positions(piece: Piece) -> dict[str, str]:
+    """How a cut marker names the records of ``piece``'s messages (by ``WireMessage.ref``):
+    an artifact by its handle (``artifact a12``), a message by its position
+    (``message 12``) — never by a random id (:mod:`contextledger.handles`)."""
+    if piece.unit is None:
+        return {}
+    out = {m.id: f"message {m.seq}" for m in piece.unit.messages}
+    out.update({a.id: f"artifact {artifact_handle(a)}" for a in piece.unit.artifacts.values()})
+    return out
+
+
 def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str:
     """``text`` within about ``max_tokens`` tokens: its first two thirds and last third,
-    with a marker naming how many tokens were left out and where the full text is."""
+    with a marker naming how many tokens were left out and where the full text is
+    (``ref``: ``"artifact a12"``, ``"message 12"``, ``"system prompt"``)."""
     ids = tok.encode(text)
     if len(ids) <= max_tokens:
         return text
     head = tok.decode(ids[: max_tokens * 2 // 3])
     tail = tok.decode(ids[-(max_tokens // 3) :]) if max_tokens >= 3 else ""
-    return f"{head}\n[… {len(ids) - max_tokens:,} tokens omitted; full text in the ledger ({ref}) …]\n{tail}"
+    where = f" ({ref})" if ref else ""
+    return f"{head}\n[… {len(ids) - max_tokens:,} tokens omitted; full text in the ledger{where} …]\n{tail}"
 
 
 def truncate_system(tok: Tokenizer, sysb: tuple[str, ...], over: int, ev: Evaluator) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from contextledger.handles import HANDLE_PATTERN, artifact_handle
 from contextledger.limits import loads_json
 from contextledger.policy.rules import Rule
 from contextledger.providers.base import WireMessage
@@ -175,7 +176,8 @@ def distinct_constraints(pinned: Sequence[Rule]) -> list[Rule]:
     return out
 
 
-_ARTIFACT_REF = re.compile(r" ?\[artifact art_[0-9A-Za-z]+, [\d,]+ bytes\]")
+# an artifact handle (``a12``), or the full id stored in summaries derived before handles
+_ARTIFACT_REF = re.compile(rf" ?\[artifact (?:{HANDLE_PATTERN}|art_[0-9A-Za-z]+), [\d,]+ bytes\]")
 
 
 def memory_line(mem: ToolMemory, text: str) -> str:
@@ -273,8 +275,9 @@ def runtime_state_text(skill: object | None, checkpoint: object | None, now: dat
 
 
 def artifact_ref(art: ToolArtifact) -> str:
-    """A short reference to an artifact for previews."""
-    return f"[artifact {art.id}, {art.size_bytes:,} bytes, {art.sha256[:19]}]"
+    """A short reference to an artifact for previews: ``[artifact a12, 5,120 bytes,
+    sha256:…]`` (its handle, :func:`~contextledger.handles.artifact_handle`)."""
+    return f"[artifact {artifact_handle(art)}, {art.size_bytes:,} bytes, {art.sha256[:19]}]"
 
 
 TextOf = Callable[[ToolArtifact], str | None]

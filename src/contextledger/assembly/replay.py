@@ -14,6 +14,7 @@ from typing import Literal
 
 from contextledger.assembly.candidates import CandidateSet
 from contextledger.assembly.units import build_units
+from contextledger.handles import artifact_handle
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
 from contextledger.records.enums import AuthorityLevel, Role
 from contextledger.records.models import ToolCall
@@ -50,7 +51,7 @@ def replay_request(store: SqlStore, scope: Scope, cands: CandidateSet, tools: tu
         try:
             return store.read_artifact_bytes(scope, a).decode("utf-8", errors="replace")
         except Exception:
-            return f"[payload unavailable: {a.id}]"
+            return f"[payload unavailable: artifact {artifact_handle(a)}]"
 
     system: list[str] = []
     out: list[WireMessage] = []

@@ -240,7 +240,8 @@ def messages_cmd(
 
 @app.command("rehydrate")
 def rehydrate_cmd(
-    record: Annotated[str, typer.Argument(help="Artifact id (or message id: the message as recorded, before redaction).")],
+    record: Annotated[str, typer.Argument(help="Artifact id, or the handle a payload shows (a12; m12: the artifact memory m12 was derived from) with --conversation; or a message id: the message as recorded, before redaction.")],
+    conversation: Annotated[str | None, typer.Option("--conversation", help="The conversation a handle (a12, m12) is numbered in.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the bytes to a file instead of stdout.")] = None,
     reveal_secrets: Annotated[bool, typer.Option("--reveal-secrets", help="Show a secret-like payload (recorded as a PolicyDecision).")] = False,
     as_json: JsonOpt = False,
@@ -259,8 +260,11 @@ def rehydrate_cmd(
             data = json.dumps(parts, ensure_ascii=False, indent=2).encode("utf-8", "surrogatepass") + b"\n"
             art = None
         else:
-            data = ledger.rehydrate(record, scope=_scope(), reveal=reveal_secrets, actor="cli")
-            art = ledger.store.get_artifact(_scope(), record)
+            from contextledger.handles import resolve_artifact_ref
+
+            art_id = resolve_artifact_ref(ledger.store, _scope(), conversation, record)
+            data = ledger.rehydrate(art_id, scope=_scope(), reveal=reveal_secrets, actor="cli")
+            art = ledger.store.get_artifact(_scope(), art_id)
     if out is not None:
         try:
             out.write_bytes(data)

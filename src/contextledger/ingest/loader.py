@@ -303,7 +303,7 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part]), "parent_message_id": msg.parent_message_id})
                 msg, _, mem = rec.write_result(
                     w, conv, call, (res.text or "").encode("utf-8"), blob_key=bkey, is_error=res.is_error, result_message=msg,
-                    artifact_id=art_id, visibility=visibility, observed_at=im.created_at,
+                    artifact_id=art_id, visibility=visibility, observed_at=msg.created_at,  # the dated message, never the write time
                 )
                 w.add_message(msg)
                 result.messages += 1
@@ -333,7 +333,7 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part])})
                 msg, _, _ = rec.write_result(
                     w, conv, call, text.encode("utf-8"), blob_key=bkey, result_message=msg, artifact_id=art_id,
-                    visibility=visibility, observed_at=im.created_at, action_text=action or None,
+                    visibility=visibility, observed_at=msg.created_at, action_text=action or None,
                 )
                 w.add_message(msg)
                 result.messages += 1

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from contextledger.errors import InputError
+from contextledger.handles import parse_handle
 from contextledger.inspector.resolve import DecisionSet, assembly_decisions, in_lineage
 from contextledger.records.enums import OmissionReason
 from contextledger.records.models import Message, ToolArtifact, ToolMemory
@@ -106,15 +107,19 @@ def _artifact_text(store: SqlStore, scope: Scope, art: ToolArtifact) -> str:
 def _candidates(store: SqlStore, scope: Scope, ds: DecisionSet, q: str) -> list[tuple[str, Message | ToolArtifact | ToolMemory, str]]:
     rec, wm = ds.assembly, ds.watermark
     out: list[tuple[str, Message | ToolArtifact | ToolMemory, str]] = []
+    handle = parse_handle(q)
     for r in _rows(store, scope, S.messages, rec.conversation_id, wm, q):
         m = Message.model_validate(r.body)
         out.append(("message", m, _message_text(m)))
     # artifacts: the blob-held ones cannot be filtered in SQL
-    ta = S.tool_artifacts
-    for r in _rows(store, scope, ta, rec.conversation_id, wm, q, also=ta.c.blob_key.is_not(None)):
+    ta, tm = S.tool_artifacts, S.tool_memories
+    also: sa.ColumnElement[bool] = ta.c.blob_key.is_not(None)
+    if handle is not None and handle.kind == "artifact":
+        also = sa.or_(also, ta.c.seq == handle.seq)
+    for r in _rows(store, scope, ta, rec.conversation_id, wm, q, also=also):
         a = ToolArtifact.model_validate(r.body)
         out.append(("artifact", a, f"{a.tool_name} {a.arguments_json}\n{_artifact_text(store, scope, a)}"))
-    for r in _rows(store, scope, S.tool_memories, rec.conversation_id, wm, q):
+    for r in _rows(store, scope, tm, rec.conversation_id, wm, q, also=tm.c.seq == handle.seq if handle is not None and handle.kind == "memory" else None):
         mem = ToolMemory.model_validate(r.body)
         out.append(("memory", mem, f"{mem.summary}\n{json.dumps(mem.payload, ensure_ascii=False)}"))
     return out
@@ -123,7 +128,8 @@ def _candidates(store: SqlStore, scope: Scope, ds: DecisionSet, q: str) -> list[
 def why_not(source: HasRuntime, scope: Scope, assembly_id: str, query: str, *, limit: int = 500, decisions: DecisionSet | None = None) -> list[WhyNotHit]:
     """Every recorded message, tool result (artifact) or memory of the assembly's
     conversation, up to the newest record the request could see, whose text or id
-    contains ``query`` (case-insensitive), with the decision and reason it got in that
+    contains ``query`` (case-insensitive) — or, for a handle (``m12``, ``a12``:
+    :mod:`contextledger.handles`), the record it names too — with the decision and reason it got in that
     request (decisions as :func:`~contextledger.inspector.resolve.assembly_decisions`
     finds them).  A record that was never a candidate gets ``outside_window`` (older
     than the candidate window and not recalled) or ``out_of_lineage``.
@@ -143,9 +149,11 @@ def why_not(source: HasRuntime, scope: Scope, assembly_id: str, query: str, *, l
     segments = store.lineage(scope, ds.assembly.branch_id)
     known = ds.by_id()
     needle = q.lower()
+    handle = parse_handle(q)
     hits: list[WhyNotHit] = []
     for kind, rec, text in _candidates(store, scope, ds, q):
-        if needle not in text.lower() and needle not in rec.id.lower():
+        named = handle is not None and handle.kind == kind and rec.seq == handle.seq
+        if not named and needle not in text.lower() and needle not in rec.id.lower():
             continue
         lineage = in_lineage(rec.branch_id, rec.seq, segments)
         d = known.get(rec.id)

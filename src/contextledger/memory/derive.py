@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from functools import cache
 
+from contextledger.handles import artifact_handle, memory_handle
 from contextledger.ids import new_id
 from contextledger.memory.extractors import ExtractorRegistry, ToolInput, default_registry
 from contextledger.memory.extractors.textutil import byte_len, fmt_int
@@ -46,9 +47,11 @@ __all__ = ["artifact_ref_text", "derive_memory", "render_memory_text", "render_s
 MAX_RENDERED_DIFF_LINES = 40
 
 
-def artifact_ref_text(artifact_id: str, size_bytes: int) -> str:
-    """``"[artifact art_…, 12,345 bytes]"``: how a memory points at its raw evidence."""
-    return f"[artifact {artifact_id}, {fmt_int(size_bytes)} bytes]"
+def artifact_ref_text(handle: str, size_bytes: int) -> str:
+    """``"[artifact a12, 12,345 bytes]"``: how a memory points at its raw evidence
+    (``handle``: the artifact's :func:`~contextledger.handles.artifact_handle`, never its
+    random id — see :mod:`contextledger.handles`)."""
+    return f"[artifact {handle}, {fmt_int(size_bytes)} bytes]"
 
 
 def _promotion(artifact: ToolArtifact) -> PromotionPolicy:
@@ -113,7 +116,7 @@ def derive_memory(
     lines[0] = f"{artifact.tool_name} {artifact.status.value}: {lines[0]}"
     summary = "\n".join(lines)
     if artifact.size_bytes > byte_len(summary):
-        lines[-1] = f"{lines[-1]} {artifact_ref_text(artifact.id, artifact.size_bytes)}"
+        lines[-1] = f"{lines[-1]} {artifact_ref_text(artifact_handle(artifact), artifact.size_bytes)}"
         summary = "\n".join(lines)
     payload = dict(ext.payload)
     if ext.kind == "test_run":
@@ -184,18 +187,19 @@ def derive_memory(
 
 
 def render_memory_text(memory: ToolMemory) -> str:
-    """The exact text a model sees for a current memory: one compact block.
+    """The exact text a model sees for a current memory: one compact block.  The memory
+    is named by its handle (``m12``, :func:`~contextledger.handles.memory_handle`).
 
     Layout::
 
-        [memory <id> · <freshness> · observed <YYYY-MM-DDTHH:MMZ>[ · confidence 0.7 <basis>]]
+        [memory <handle> · <freshness> · observed <YYYY-MM-DDTHH:MMZ>[ · confidence 0.7 <basis>]]
         <summary lines>
         limits: <limits>                      (when set)
         <diff>                                (shape diff, payload diff ≤ 40 lines)
         new text:                             (no diff: a write's or creation's new text)
         <new_text>
     """
-    header = f"[memory {memory.id} · {memory.freshness_class.value} · observed {_iso_minute(memory.observed_at)}"
+    header = f"[memory {memory_handle(memory)} · {memory.freshness_class.value} · observed {_iso_minute(memory.observed_at)}"
     if memory.confidence < 1.0:
         header += f" · confidence {memory.confidence:.2f} {memory.confidence_basis.value}"
     parts = [header + "]", memory.summary]
@@ -217,8 +221,8 @@ def render_stale_marker(memory: ToolMemory, now: datetime) -> str:
 
     Example::
 
-        [stale memory mem_… · Read · observed 13 h 5 min ago · stale since 1 h 5 min]
-        Read succeeded: read /src/a.py lines 1-40 … [artifact art_…, 5,120 bytes]
+        [stale memory m12 · Read · observed 13 h 5 min ago · stale since 1 h 5 min]
+        Read succeeded: read /src/a.py lines 1-40 … [artifact a12, 5,120 bytes]
         revalidate: Read {"file_path": "/src/a.py"}
 
     Raises:
@@ -229,7 +233,7 @@ def render_stale_marker(memory: ToolMemory, now: datetime) -> str:
 
 def stale_marker_header(memory: ToolMemory, now: datetime) -> str:
     """The first line of :func:`render_stale_marker` (the only part that depends on
-    ``now``): ``[stale memory <id> · <tool> · observed … ago[ · stale since …]]``.
+    ``now``): ``[stale memory <handle> · <tool> · observed … ago[ · stale since …]]``.
 
     Raises:
         InputError: ``now`` is naive.
@@ -242,7 +246,7 @@ def stale_marker_header_at(memory: ToolMemory, times_us: tuple[int, int | None, 
     """:func:`stale_marker_header` from :func:`~contextledger.memory.freshness.memory_times_us`
     and ``now`` in :func:`~contextledger.memory.freshness.epoch_us` microseconds."""
     observed_us, verified_us, deadline_us = times_us
-    header = f"[stale memory {memory.id} · {memory.source_tool} · {age_text_at(observed_us, verified_us, now_us)}"
+    header = f"[stale memory {memory_handle(memory)} · {memory.source_tool} · {age_text_at(observed_us, verified_us, now_us)}"
     if deadline_us is not None and now_us >= deadline_us:
         header += f" · stale since {format_seconds((now_us - deadline_us) // 1_000_000)}"
     return header + "]"

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from contextledger.errors import InputError
+from contextledger.handles import artifact_handle, memory_handle
 from contextledger.records.enums import (
     OmissionReason,
     PromotionPolicy,
@@ -282,10 +283,9 @@ def reaches(new: ToolMemory, old: ToolMemory) -> bool:
     return narrow is not None and narrow <= wide
 
 
-def stale_note(new_id: str) -> str:
-    """The ``limits`` note of a read made stale by ``new_id``: ``"file changed later
-    (<new_id>)"``."""
-    return f"file changed later ({new_id})"
+def stale_note(ref: str) -> str:
+    """``"file changed later (m45)"``: a read made stale by memory ``ref`` (its handle)."""
+    return f"file changed later ({ref})"
 
 
 _STALE_NOTE = re.compile(r"file changed later \(([^)]+)\)")
@@ -357,6 +357,7 @@ def plan_links(new: ToolMemory, earlier: Sequence[ToolMemory]) -> LinkPlan:
         the :class:`LinkPlan` to store.
     """
     on_lineage = {m.id for m in earlier}
+    named_here = on_lineage | {memory_handle(m) for m in earlier}  # what stale notes name
     superseded_here = {o for m in earlier for o in m.supersedes}
     stale_here = {o for m in earlier for o in lineage_stale_ids(m)}
     current = new
@@ -379,9 +380,9 @@ def plan_links(new: ToolMemory, earlier: Sequence[ToolMemory]) -> LinkPlan:
         if old_kind in _LINK_READ_KINDS and (_writes_file(new) or (new_kind in _LINK_READ_KINDS and same_view and _view_hash(new) != _view_hash(old))):
             if shared:
                 if old.resolution_state is not ResolutionState.STALE:
-                    note = stale_note(new.id)
+                    note = stale_note(memory_handle(new))
                     updated.append(old.model_copy(update={"resolution_state": ResolutionState.STALE, "limits": f"{old.limits}; {note}" if old.limits else note}))
-            elif not _stale_on(old, on_lineage, stale_here) and old.id not in stales:
+            elif not _stale_on(old, named_here, stale_here) and old.id not in stales:
                 stales.append(old.id)
             continue
         if old_kind != new_kind or (new_kind in _LINK_READ_KINDS and not same_view):
@@ -405,16 +406,15 @@ def plan_links(new: ToolMemory, earlier: Sequence[ToolMemory]) -> LinkPlan:
     return LinkPlan(new=current, updated=tuple(updated))
 
 
-def _stale_on(old: ToolMemory, on_lineage: set[str], stale_here: set[str]) -> bool:
-    """Whether ``old`` is already stale on the lineage ``on_lineage`` holds: a memory
-    there lists it under :data:`LINEAGE_STALE_KEY`, or its record is stale and the memory
-    named in its note lies there (or no note names one)."""
+def _stale_on(old: ToolMemory, named_here: set[str], stale_here: set[str]) -> bool:
+    """Whether ``old`` is already stale on the lineage of ``named_here`` (ids, handles): one lists
+    it under :data:`LINEAGE_STALE_KEY`, or it is stale and its note names one (or none)."""
     if old.id in stale_here:
         return True
     if old.resolution_state is not ResolutionState.STALE:
         return False
     named = _STALE_NOTE.findall(old.limits or "")
-    return not named or any(n in on_lineage for n in named)
+    return not named or any(n in named_here for n in named)
 
 
 def _successor_present(memory: ToolMemory, present: dict[str, ToolMemory]) -> str | None:
@@ -592,8 +592,8 @@ def repair_provenance(
     if payload.get("artifact") in broken:
         payload["artifact"] = match.id
     summary = memory.summary
-    for old_id in broken:
-        summary = summary.replace(f"[artifact {old_id},", f"[artifact {match.id},")
+    for old_ref in (*broken, artifact_handle(memory)):
+        summary = summary.replace(f"[artifact {old_ref},", f"[artifact {artifact_handle(match)},")
     return (
         memory.model_copy(
             update={

@@ -187,6 +187,32 @@ class RecordReads(SqlStoreBase):
         t = S.tool_memories
         return self._one(sa.select(t.c.body).where(t.c.id == memory_id, t.c.tenant_id == scope.tenant_id), ToolMemory, "memory", memory_id)
 
+    def id_at_seq(self, scope: Scope | None, conversation_id: str, kind: str, seq: int, conn: Connection | None = None) -> str:
+        """The id of the tool ``kind`` (``"memory"`` / ``"artifact"``) recorded at ``seq``
+        in a conversation: what a handle such as ``m12`` names
+        (:mod:`contextledger.handles`).
+
+        Raises:
+            NotFoundError: no such record in the conversation (in scope).
+            StoredDataError: more than one (the ledger breaks the one-record-per-seq rule).
+        """
+        from contextledger.errors import StoredDataError
+
+        scope = require_scope(scope)
+        t = S.tool_memories if kind == "memory" else S.tool_artifacts
+        stmt = sa.select(t.c.id).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, t.c.seq == seq).limit(2)
+        if conn is None:
+            with self.reader() as c:
+                ids = [str(r[0]) for r in c.execute(stmt)]
+        else:
+            ids = [str(r[0]) for r in conn.execute(stmt)]
+        handle = f"{'m' if kind == 'memory' else 'a'}{seq}"
+        if not ids:
+            raise NotFoundError(kind, f"{handle} in conversation {conversation_id}")
+        if len(ids) > 1:
+            raise StoredDataError(f"{kind} handle {handle} names {len(ids)} records in conversation {conversation_id}")
+        return ids[0]
+
     def skill_states(self, scope: Scope | None, conversation_id: str, segments: Sequence[LineageSegment] | None = None, conn: Connection | None = None) -> list[SkillState]:
         """Skill state snapshots in ``seq`` order."""
         scope = require_scope(scope)

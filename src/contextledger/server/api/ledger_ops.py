@@ -47,10 +47,15 @@ def why_not(assembly_id: str, record_id: str, request: Request, scope: ScopeDep)
     "/artifacts/{artifact_id}/raw", tags=["artifacts"], summary="The exact raw bytes of an artifact, verified against its sha256",
     response_class=Response, responses={200: {"content": {"application/octet-stream": {}}}},
 )
-def rehydrate(artifact_id: str, request: Request, scope: ScopeDep) -> Response:
+def rehydrate(
+    artifact_id: str, request: Request, scope: ScopeDep,
+    conversation: Annotated[str | None, Query(max_length=64, description="The conversation a handle (a12, m12) is numbered in.")] = None,
+) -> Response:
+    from contextledger.handles import resolve_artifact_ref
+
     ledger = ledger_of(request)
-    art = ledger.store.get_artifact(scope, artifact_id)
-    data = ledger.rehydrate(artifact_id, scope=scope)
+    art = ledger.store.get_artifact(scope, resolve_artifact_ref(ledger.store, scope, conversation, artifact_id))
+    data = ledger.rehydrate(art.id, scope=scope)
     return Response(data, media_type=art.content_type or "application/octet-stream", headers={"x-contextledger-sha256": art.sha256})
 
 
