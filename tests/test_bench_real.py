@@ -50,10 +50,22 @@ def _row(rows: list[dict[str, Any]], case: str, strategy: str = CONTEXTLEDGER, p
 
 def test_real_files_lists_only_supported_formats() -> None:
     files = real_files(real_data_dir())
-    assert {f.format for f in files} == {"openai-chat", "claude-code", "swe-agent"}
-    assert len(files) == 115
+    assert {f.format for f in files} == {"openai-chat", "claude-code", "swe-agent", "codex-rollout", "aider-history"}
+    assert len(files) == 119
     assert all(f.path.is_file() for f in files)
     assert [f.rel for f in real_files(real_data_dir(), match="short.jsonl")] == ["marot-spotter/short.jsonl"]
+
+
+def test_a_file_that_fails_to_import_is_an_error_row_and_the_run_goes_on(tmp_path: Path) -> None:
+    from contextledger.bench.real import RealFile
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}\n{not json\n{"type": "user"}\n', encoding="utf-8")
+    good = next(f for f in real_files(real_data_dir()) if f.rel == "marot-spotter/short.jsonl")
+    rows = [r.as_dict() for r in run_real([RealFile(broken, "broken.jsonl", "claude-code", broken.stat().st_size), good], (4000,), strategies=[], providers=("openai-chat",))]
+    assert [(r["case"], r["error"] is None) for r in rows] == [("broken.jsonl", False), ("marot-spotter/short.jsonl", True)]
+    assert rows[0]["error"].startswith("ImportFormatError: ") and "broken.jsonl" in rows[0]["error"] and "line 2" in rows[0]["error"]
+    assert (rows[0]["valid"], rows[0]["must_see_recall"]) == (False, 0.0)
 
 
 def test_every_strategy_runs_on_every_sample_file(rows: list[dict[str, Any]]) -> None:

@@ -217,3 +217,33 @@ def test_a_declaration_wins_over_the_builtin_registry() -> None:
     ext = reg.extract(item)
     assert (ext.kind, ext.payload["new_text"]) == ("generated_file", "x = 1")
     assert default_registry().extract(item).kind == "file_read"
+
+
+def test_vitest_failure_keeps_its_assertion_line_and_location() -> None:
+    """From a Codex CLI rollout in ../shared/data/real: the latest failing call's error
+    line must survive in the test-run memory."""
+    out = (
+        "Process exited with code 1\nOutput:\n"
+        " ❯ src/a.test.ts (16 tests | 1 failed | 15 skipped) 1316ms\n"
+        "       × sets default threshold 1312ms\n\n"
+        "⎯⎯⎯⎯⎯⎯⎯ Failed Tests 1 ⎯⎯⎯⎯⎯⎯⎯\n\n"
+        " FAIL  src/a.test.ts > Config > sets default threshold\n"
+        "AssertionError: expected undefined to deeply equal { auto: true }\n\n"
+        " ❯ src/a.test.ts:253:33\n\n"
+        " Test Files  1 failed (1)\n      Tests  1 failed | 15 skipped (16)\n"
+        "⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯[1/1]⎯\n"
+    )
+    ext = default_registry().extract(_item("exec_command", {"cmd": "npx vitest run src/a.test.ts"}, out))
+    assert ext.kind == "test_run"
+    assert ext.payload["failures"][0]["message"] == "AssertionError: expected undefined to deeply equal { auto: true }"
+    assert ext.payload["failures"][0]["location"] == "src/a.test.ts:253"
+
+
+def test_text_actions_are_read_by_their_command() -> None:
+    """SWE-agent / mini-swe-agent text actions are recorded as calls named after their
+    first word with ``{"action": …}`` arguments: the command decides, not the name."""
+    reg = default_registry()
+    sed = reg.extract(_item("sed", {"action": "sed -i 's/a = 3/a = 7/' x.py"}, "", action="sed -i 's/a = 3/a = 7/' x.py"))
+    assert (sed.kind, sed.payload["new_text"]) == ("file_write", "a = 7")
+    cat = reg.extract(_item("cat", {"action": "cat x.py"}, "a = 7\n", action="cat x.py"))
+    assert (cat.kind, cat.subject_key) == ("file_read", "file:x.py")

@@ -98,6 +98,19 @@ AIDER: dict[str, Change] = {
     "write": lambda c, p, o, n: Call("aider_whole_file", f"{p}\n```python\n{_content(n)}```", f"Applied edit to {p}", c),
     "patch": lambda c, p, o, n: Call("aider_udiff", f"```diff\n--- {p}\n+++ {p}\n@@ -1,3 +1,3 @@\n \"\"\"Service settings.\"\"\"\n-{o}\n+{n}\n TIMEOUT_SECONDS = 30\n```", f"Applied edit to {p}", c),
 }
+def _swe_window(path: str, new: str) -> str:
+    lines = _content(new).splitlines()
+    return f"[File: {path} ({len(lines)} lines total)]\n(this is the beginning of the file)\n" + "\n".join(f"{i}:{ln}" for i, ln in enumerate(lines, 1)) + "\n(this is the end of the file)"
+
+
+SWE_TEXT: dict[str, Change] = {
+    "edit": lambda c, p, o, n: Call("edit", f"edit 2:2\n{n}\nend_of_edit", _swe_window(p, n) + "\nFile updated. Please review the changes and make sure they are correct.", c),
+    "shell_sed": lambda c, p, o, n: Call("sed", f"sed -i 's/{o}/{n}/' {p}", "", c),
+}
+MINI_TEXT: dict[str, Change] = {
+    "shell_sed": lambda c, p, o, n: Call("bash", f"sed -i 's/{o}/{n}/' {p}", "<returncode>0</returncode>\n<output>\n</output>", c),
+    "shell_heredoc": lambda c, p, o, n: Call("bash", f"cat <<'EOF' > {p}\n{_content(n)}EOF", "<returncode>0</returncode>\n<output>\n</output>", c),
+}
 RESPONSES: dict[str, Change] = {
     "patch": lambda c, p, o, n: Call("apply_patch", {"input": f"*** Begin Patch\n*** Update File: {p}\n@@\n-{o}\n+{n}\n*** End Patch\n"}, "Done!", c),
     "shell_sed": lambda c, p, o, n: Call("shell", {"command": ["bash", "-lc", f"sed -i 's/{o}/{n}/' {p}"]}, "", c),
@@ -124,6 +137,8 @@ READS: dict[str, Callable[[str], Call]] = {
     "anthropic-messages": lambda p: Call("str_replace_based_edit_tool", {"command": "view", "path": p}, _cat_n(p, ORIGINAL), "read-1"),
     "declared": lambda p: Call("Read", {"file_path": p}, _numbered_arrow(ORIGINAL), "read-1"),
     "fallback": lambda p: Call("open_source_file", {"path": p}, ORIGINAL, "read-1"),
+    "swe-agent": lambda p: Call("open", f"open {p}", _swe_window(p, VALUES[0]), "read-1"),
+    "mini-swe-agent-text": lambda p: Call("bash", f"cat {p}", f"<returncode>0</returncode>\n<output>\n{ORIGINAL}</output>", "read-1"),
 }
 
 DIALECTS: dict[str, tuple[str, dict[str, Change]]] = {
@@ -137,6 +152,8 @@ DIALECTS: dict[str, tuple[str, dict[str, Change]]] = {
     "anthropic-messages": ("/repo/settings.py", ANTHROPIC),
     "declared": ("/repo/settings.py", DECLARED),
     "fallback": ("/repo/settings.py", FALLBACK),
+    "swe-agent": ("/repo/settings.py", SWE_TEXT),
+    "mini-swe-agent-text": ("settings.py", MINI_TEXT),
 }
 """dialect → (the file's path as the agent names it, change kind → call)."""
 
@@ -290,6 +307,36 @@ def write_anthropic(folder: Path, calls: list[Call]) -> Path:
     return path
 
 
+def _text_action_messages(calls: list[Call], *, fenced: bool) -> list[dict[str, Any]]:
+    """OpenAI-style messages of a text-action agent: the command in the assistant text
+    (a fenced bash block, or SWE-agent's ``action`` field), the output as the next user
+    message."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Raise the retry budget in settings.py."}]
+    for c in calls:
+        action = str(c.args)
+        if fenced:
+            messages.append({"role": "assistant", "content": f"THOUGHT: next step.\n\n```bash\n{action}\n```"})
+        else:
+            messages.append({"role": "assistant", "content": f"DISCUSSION\nNext step.\n\n```\n{action}\n```", "action": action, "agent": "main", "message_type": "action"})
+        messages.append({"role": "user", "content": c.result or "Your command ran successfully and did not produce any output."})
+    for i in range(TURNS):
+        messages.append({"role": "assistant", "content": f"Done with step {i}. " + FILLER})
+        messages.append({"role": "user", "content": QUESTION if i == TURNS - 1 else f"Note {i}: " + FILLER})
+    return messages
+
+
+def write_swe_agent(folder: Path, calls: list[Call]) -> Path:
+    path = folder / "run.traj"
+    path.write_text(json.dumps({"environment": "swe_main", "trajectory": [], "history": _text_action_messages(calls, fenced=False), "info": {"exit_status": "submitted"}}), encoding="utf-8")
+    return path
+
+
+def write_mini_text(folder: Path, calls: list[Call]) -> Path:
+    path = folder / "run.traj.json"
+    path.write_text(json.dumps({"info": {"exit_status": "Submitted"}, "messages": _text_action_messages(calls, fenced=True), "trajectory_format": "mini-swe-agent-1"}), encoding="utf-8")
+    return path
+
+
 WRITERS: dict[str, Callable[[Path, list[Call]], Path]] = {
     "claude-code": write_claude_code,
     "codex": write_codex,
@@ -301,4 +348,6 @@ WRITERS: dict[str, Callable[[Path, list[Call]], Path]] = {
     "anthropic-messages": write_anthropic,
     "declared": write_chat,
     "fallback": write_chat,
+    "swe-agent": write_swe_agent,
+    "mini-swe-agent-text": write_mini_text,
 }

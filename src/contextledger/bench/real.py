@@ -56,7 +56,7 @@ __all__ = ["DEFAULT_BUDGETS", "RealFile", "derive_probes", "real_files", "run_re
 DEFAULT_BUDGETS = (4000, 16000)
 """Budgets of the real-transcript run (tokens)."""
 
-_SUPPORTED = ("openai-chat", "claude-code", "swe-agent")
+_SUPPORTED = ("openai-chat", "claude-code", "swe-agent", "codex-rollout", "aider-history")
 _ERROR_LINE = re.compile(r"(?i)(error|exception|traceback|fatal|denied|not found|exit code [1-9]|exited with [1-9])")
 _FAIL_LINE = re.compile(r"(?i)\bfail")
 _CONSTRAINT = re.compile(r"(?i)^(?:please\s+|and\s+|but\s+|also\s+)?(?:do not|don't|never)\b|\bmust\b")
@@ -80,7 +80,7 @@ class RealFile:
 
 def real_files(root: Path, *, limit: int | None = None, max_bytes: int | None = None, match: str | None = None) -> list[RealFile]:
     """The supported files listed in ``root/manifest.json`` (formats ``openai-chat``,
-    ``claude-code``, ``swe-agent``), in manifest order; optionally the first ``limit``,
+    ``claude-code``, ``swe-agent``, ``codex-rollout``, ``aider-history``), in manifest order; optionally the first ``limit``,
     only those of at most ``max_bytes``, only those whose path contains ``match``.
 
     Raises:

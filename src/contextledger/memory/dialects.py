@@ -171,6 +171,7 @@ BUILTIN_TOOLS: Mapping[str, ToolSpec] = {
     "aider_whole_file": ToolSpec(kind="write", agents=_AIDER, path=("path",), content=("content",)),
     "aider_udiff": ToolSpec(kind="patch", agents=_AIDER, path=("path",), patch=("diff",)),
     "aider_run": _shell("aider"),
+    "aider_test": _shell("aider"),
     # other agents seen in public transcripts
     "view_file": ToolSpec(kind="read", agents=("other",), path=("path", "file_path")),
     "run_terminal_cmd": _shell("cursor"),

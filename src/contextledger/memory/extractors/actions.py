@@ -252,7 +252,7 @@ def resolve_action(item: ToolInput) -> Action:
     low = name.lower()
     args = item.arguments
     if item.action_text is not None and (
-        low in SHELL_TOOLS or low in _TEXT_SEARCH or low in _TEXT_READ or not args
+        low in SHELL_TOOLS or low in _TEXT_SEARCH or low in _TEXT_READ or not args or set(args) == {"action"}
     ):
         return _text_action(item.action_text)
     if item.spec is None and (

@@ -296,8 +296,25 @@ def _parse_vitest(lines: list[str]) -> TestReport:
             continue
         f = _VITEST_FAIL.match(line)
         if f and ">" in f.group(1):
-            report.failures.append(Failure(test=f.group(1).strip()))
+            report.failures.append(_vitest_failure(f.group(1).strip(), lines[i + 1 : i + 40]))
     return report
+
+
+def _vitest_failure(test: str, after: list[str]) -> Failure:
+    """A vitest failure: its message is the first line under its ``FAIL`` header (the
+    ``AssertionError: …`` line), its location the first ``❯ file:line:col`` of the
+    project; the next failure or a ``⎯⎯⎯`` rule ends it."""
+    failure = Failure(test=test)
+    for nxt in after:
+        nf = _VITEST_FAIL.match(nxt)
+        if (nf and ">" in nf.group(1)) or nxt.strip().startswith("⎯"):
+            break
+        if failure.message is None and nxt.strip():
+            failure.message = cap(nxt.strip())
+        loc = _JS_LOC.search(nxt)
+        if loc and "node_modules" not in loc.group(1) and failure.location is None:
+            failure.location = f"{loc.group(1)}:{loc.group(2)}"
+    return failure
 
 
 def _parse_go(lines: list[str]) -> TestReport:
