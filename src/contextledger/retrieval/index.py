@@ -7,13 +7,19 @@ and, when an encoder is available (:func:`contextledger.retrieval.embed.get_enco
 embeds the memories and user messages among them in one batch and inserts their
 ``retrieval_vectors`` rows.  Indexing is idempotent per record.
 
-:func:`backfill` completes the index of a conversation recorded before (migrated
-ledgers, a ledger recorded with embeddings off): documents, then vectors, in batches.
+:func:`batched_vectors` defers the embeddings of every :func:`index_records` call of one
+write transaction to its end, where they are computed in batches of
+:data:`BACKFILL_BATCH` (an import embeds its records this way, not one forward pass per
+record).  :func:`backfill` completes the index of a conversation recorded before
+(migrated ledgers, a ledger recorded with embeddings off): documents, then vectors, in
+batches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -31,12 +37,40 @@ if TYPE_CHECKING:
     from contextledger.store.base import Scope
     from contextledger.store.sql import SqlStore, Writer
 
-__all__ = ["BACKFILL_BATCH", "backfill", "doc_row", "index_records", "pack_vector"]
+__all__ = ["BACKFILL_BATCH", "backfill", "batched_vectors", "doc_row", "index_records", "pack_vector"]
 
 BACKFILL_BATCH = 128
 """Records per transaction (and per encoder batch) in :func:`backfill`."""
 
 _DEFAULT: Any = object()
+
+_Item = tuple[int, Message | ToolMemory, str]
+_DEFERRED: contextvars.ContextVar[tuple[int, Encoder, list[_Item]] | None] = contextvars.ContextVar("contextledger_deferred_vectors", default=None)
+
+
+@contextlib.contextmanager
+def batched_vectors(w: Writer, encoder: Encoder | None = _DEFAULT) -> Iterator[None]:
+    """Inside the body, :func:`index_records` calls on ``w`` insert their keyword
+    documents at once but queue their embeddings; at the end of the body (still inside
+    ``w``'s transaction) the queue is embedded in batches of :data:`BACKFILL_BATCH` texts
+    and inserted.  Without an encoder (``retrieval`` extra missing, embeddings off) the
+    body runs as is.  An exception in the body drops the queue (the transaction rolls
+    back anyway)."""
+    if encoder is _DEFAULT:
+        from contextledger.retrieval.embed import get_encoder
+
+        encoder = get_encoder()
+    if encoder is None or _DEFERRED.get() is not None:
+        yield
+        return
+    queue: list[_Item] = []
+    token = _DEFERRED.set((id(w), encoder, queue))
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+    for start in range(0, len(queue), BACKFILL_BATCH):
+        _insert_vectors(w.conn, encoder, queue[start : start + BACKFILL_BATCH])
 
 
 def doc_row(record: Message | ToolMemory, artifact: ToolArtifact | None = None) -> dict[str, Any] | None:
@@ -86,7 +120,7 @@ def _insert_docs(conn: Connection, dialect: str, rows: list[dict[str, Any]]) -> 
     return out
 
 
-def _insert_vectors(conn: Connection, encoder: Encoder, items: list[tuple[int, Message | ToolMemory, str]]) -> int:
+def _insert_vectors(conn: Connection, encoder: Encoder, items: Sequence[_Item]) -> int:
     if not items:
         return 0
     vecs = encoder.encode([text for _, _, text in items])
@@ -140,7 +174,10 @@ def index_records(
             by_id[rec.id] = rec
             art_of[rec.id] = art
     inserted = _insert_docs(w.conn, w.store.dialect, rows)
-    if encoder is not None and inserted:
+    deferred = _DEFERRED.get()
+    if deferred is not None and deferred[0] == id(w) and encoder is not None and inserted:
+        deferred[2].extend((doc_id, by_id[rid], text) for rid, doc_id in inserted.items() if (text := semantic_text(by_id[rid], art_of[rid])) is not None)
+    elif encoder is not None and inserted:
         items = [(doc_id, by_id[rid], text) for rid, doc_id in inserted.items() if (text := semantic_text(by_id[rid], art_of[rid])) is not None]
         _insert_vectors(w.conn, encoder, items)
     return len(inserted)

@@ -51,6 +51,7 @@ class ConversationVectors:
     matrix: Any = None
     row_of: dict[str, int] = field(default_factory=dict)
     kind_array: Any = None
+    _kind_masks: dict[frozenset[str], Any] = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
@@ -83,12 +84,17 @@ class ConversationVectors:
             codes.setdefault(b, len(codes))
         self.branch_codes = (codes, np.array([codes[b] for b in self.branches], dtype=np.int32))
         self.kind_array = np.array(self.kinds)
+        self._kind_masks = {}
 
     def kind_mask(self, kinds: frozenset[str]) -> npt.NDArray[np.bool_]:
-        """Rows whose record kind is one of ``kinds``."""
+        """Rows whose record kind is one of ``kinds`` (computed once per set of kinds
+        until new rows arrive)."""
         import numpy as np
 
-        return np.isin(self.kind_array, sorted(kinds))
+        mask = self._kind_masks.get(kinds)
+        if mask is None:
+            mask = self._kind_masks[kinds] = np.isin(self.kind_array, sorted(kinds))
+        return mask
 
     def lineage_mask(self, segments: list[LineageSegment]) -> npt.NDArray[np.bool_]:
         """Rows on the lineage (each segment's branch, up to its fork point)."""
@@ -108,6 +114,8 @@ class ConversationVectors:
 
 
 _LOCK = threading.Lock()
+_STORED: Any = None
+_NEWER: Any = None
 _CACHE: OrderedDict[tuple[str, str, str, str], ConversationVectors] = OrderedDict()
 
 
@@ -120,14 +128,16 @@ def conversation_vectors(conn: Connection, cache_key: str, tenant_id: str, conve
         if entry is None:
             entry = _CACHE[key] = ConversationVectors(dim=dim)
         _CACHE.move_to_end(key)
-    v = S.retrieval_vectors
-    stmt = (
-        sa.select(v.c.doc_id, v.c.record_kind, v.c.record_id, v.c.branch_id, v.c.seq, v.c.vector)
-        .where(v.c.tenant_id == tenant_id, v.c.conversation_id == conversation_id, v.c.model == model, v.c.doc_id > sa.bindparam("after"))
-        .order_by(v.c.doc_id)
-    )
+    global _NEWER
+    if _NEWER is None:
+        v = S.retrieval_vectors
+        _NEWER = (
+            sa.select(v.c.doc_id, v.c.record_kind, v.c.record_id, v.c.branch_id, v.c.seq, v.c.vector)
+            .where(v.c.tenant_id == sa.bindparam("t"), v.c.conversation_id == sa.bindparam("c"), v.c.model == sa.bindparam("m"), v.c.doc_id > sa.bindparam("after"))
+            .order_by(v.c.doc_id)
+        )
     with _LOCK:
-        rows = conn.execute(stmt, {"after": entry.max_doc_id}).all()
+        rows = conn.execute(_NEWER, {"t": tenant_id, "c": conversation_id, "m": model, "after": entry.max_doc_id}).all()
         if rows:
             entry._append(list(rows))
         total = sum(e.nbytes for e in _CACHE.values())
@@ -138,9 +148,15 @@ def conversation_vectors(conn: Connection, cache_key: str, tenant_id: str, conve
 
 
 def stored_vector(conn: Connection, tenant_id: str, record_id: str, model: str) -> bytes | None:
-    """The stored vector of one record (``None``: not embedded)."""
-    d, v = S.retrieval_docs, S.retrieval_vectors
-    row = conn.execute(
-        sa.select(v.c.vector).join(d, d.c.doc_id == v.c.doc_id).where(d.c.tenant_id == tenant_id, d.c.record_id == record_id, v.c.model == model, v.c.tenant_id == tenant_id)
-    ).first()
+    """The stored vector of one record (``None``: not embedded).  One statement, built
+    once per process."""
+    global _STORED
+    if _STORED is None:
+        d, v = S.retrieval_docs, S.retrieval_vectors
+        _STORED = (
+            sa.select(v.c.vector)
+            .join(d, d.c.doc_id == v.c.doc_id)
+            .where(d.c.tenant_id == sa.bindparam("t"), d.c.record_id == sa.bindparam("r"), v.c.model == sa.bindparam("m"), v.c.tenant_id == sa.bindparam("t"))
+        )
+    row = conn.execute(_STORED, {"t": tenant_id, "r": record_id, "m": model}).first()
     return None if row is None else bytes(row.vector)

@@ -57,7 +57,7 @@ class SemanticRoute:
             if rid in cv.row_of:
                 mask[cv.row_of[rid]] = False
         if ctx.kinds is not None:
-            mask &= cv.kind_mask(ctx.kinds)
+            mask &= cv.kind_mask(ctx.kinds)  # in place on the lineage mask; the cached kind mask is only read
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []
