@@ -70,7 +70,10 @@ def _working_set_entry(payload: str, path: str) -> list[str]:
     block = payload[payload.index(WS_HEAD):].split("\n")
     start = block.index(next(line for line in block if line.startswith(f"- {path} (")))
     entry = [block[start]]
-    entry += [line for line in block[start + 1 :] if line.startswith("    | ")][: len(block)]
+    for line in block[start + 1 :]:
+        if not line.startswith("    | "):
+            break
+        entry.append(line)
     return entry
 
 
@@ -247,3 +250,35 @@ def test_text_actions_are_read_by_their_command() -> None:
     assert (sed.kind, sed.payload["new_text"]) == ("file_write", "a = 7")
     cat = reg.extract(_item("cat", {"action": "cat x.py"}, "a = 7\n", action="cat x.py"))
     assert (cat.kind, cat.subject_key) == ("file_read", "file:x.py")
+
+
+def test_working_set_states_created_deleted_rejected_and_read_after_edit(tmp_path: Path) -> None:
+    led = Ledger.open(home=tmp_path / "ledger")
+    try:
+        rec = led.recorder()
+        conv = rec.start_conversation(system_prompt="coding agent")
+        rec.record_message(conv.id, "user", "Tidy the project.")
+        steps: list[tuple[str, str, dict[str, Any], str, bool]] = [
+            ("c1", "Write", {"file_path": "new.py", "content": "A = 1\nB = 2\n"}, "File created successfully at: new.py", False),
+            ("c2", "Bash", {"command": "rm -f old.py"}, "", False),
+            ("c3", "Edit", {"file_path": "cfg.py", "old_string": "X = 1", "new_string": "X = 2"}, "<tool_use_error>String to replace not found in file.</tool_use_error>", True),
+            ("c4", "Edit", {"file_path": "app.py", "old_string": "N = 1", "new_string": "N = 2"}, "The file app.py has been updated.", False),
+            ("c5", "Read", {"file_path": "app.py"}, "     1→N = 2", False),
+        ]
+        for call_id, tool, args, out, is_error in steps:
+            rec.record_assistant(conv.id, tool_calls=[{"call_id": call_id, "tool_name": tool, "arguments": args}])
+            rec.record_tool_result(conv.id, call_id, out, is_error=is_error)
+        rec.record_message(conv.id, "user", "What changed?")
+        payload = "\n".join(_texts(led.assemble(conv.id, budget_tokens=4000, persist=False).payload))
+    finally:
+        led.close()
+    lines = payload[payload.index(WS_HEAD):].split("\n")[1:]
+    block = lines[: next(i for i, line in enumerate(lines) if not line.startswith(("- ", "    | ")))]
+    assert block == [
+        "- app.py (read)",
+        "- cfg.py (edit rejected)",
+        "- old.py (deleted)",
+        "- new.py (created)",
+        "    | A = 1",
+        "    | B = 2",
+    ]
