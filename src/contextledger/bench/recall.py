@@ -236,7 +236,7 @@ def recall_markdown(report: dict[str, Any]) -> str:
                   f"| {cost['record_per_s_embeddings_off']} | {cost['record_per_s_embeddings_auto']} | {cost['search_p50_ms_without_semantic']} | {cost['search_p50_ms_with_semantic']} |"]
     lat = report.get("latency")
     if lat:
-        lines += ["", f"Assembly latency at {lat['artifacts']:,} artifacts ({lat['shape']} history, one run, alternating):", "",
+        lines += ["", f"Assembly latency at {lat['artifacts']:,} artifacts ({lat['shape']} history, vectors: {lat.get('vectors_from', 'model')}; one run, alternating):", "",
                   "| p50 ms, every route | p50 ms, without semantic | ratio | routes p50 ms, with / without semantic | embedding (batches) |", "|---:|---:|---:|---:|---:|",
                   f"| {lat['p50_ms_with_semantic']} | {lat['p50_ms_without_semantic']} | {lat['ratio']} | {lat['retrieval_p50_ms_with_semantic']} / {lat['retrieval_p50_ms_without_semantic']} "
                   f"| {lat['vectors']:,} vectors in {lat['embed_s']} s ({lat['embed_per_s']}/s) |"]
@@ -295,14 +295,16 @@ def _cost_run(records: int, runs: int, mode: str) -> dict[str, Any]:
     return out
 
 
-def measure_latency(artifacts: int = 10_000, *, runs: int = 30, shape: str = "pipeline") -> dict[str, Any]:
+def measure_latency(artifacts: int = 10_000, *, runs: int = 30, shape: str = "pipeline", vectors: str = "model") -> dict[str, Any]:
     """Assembly latency with and without the semantic route, in one run on one history.
 
     Records the ``shape`` history of ``artifacts`` tool artifacts through the recorder
     with embeddings off (:func:`~contextledger.bench.scale.build_shape`, the history of
     ``bench scale``), embeds it afterwards in batches (``contextledger index``,
     :func:`~contextledger.retrieval.index.backfill`: embedding throughput in records per
-    second), then times ``Ledger.assemble``'s pipeline (OpenAI Chat, 4,000 tokens, the
+    second) — or, with ``vectors="random"``, stores a random unit vector of the model's
+    dimension per document instead (the search cost does not depend on the values; the
+    report says which) — then times ``Ledger.assemble``'s pipeline (OpenAI Chat, 4,000 tokens, the
     scale bench's ``now``, not persisted, replay by estimate) with every assembly route
     and with every route but ``semantic``, alternating, after 2 warm-up calls each.
 
@@ -329,7 +331,8 @@ def measure_latency(artifacts: int = 10_000, *, runs: int = 30, shape: str = "pi
                 conv, record_s = build_shape(ledger, artifacts, shape)
             out["record_s"] = round(record_s, 2)
             t0 = time.perf_counter()
-            done = backfill(ledger.store, ledger.scope(), conv, encoder=encoder)
+            done = backfill(ledger.store, ledger.scope(), conv, encoder=encoder if vectors == "model" else _RandomVectors(encoder))
+            out["vectors_from"] = "model" if vectors == "model" else "random unit vectors"
             out["embed_s"] = round(time.perf_counter() - t0, 2)
             out["vectors"] = done["vectors"]
             out["embed_per_s"] = round(done["vectors"] / max(out["embed_s"], 1e-9), 1)
@@ -338,6 +341,23 @@ def measure_latency(artifacts: int = 10_000, *, runs: int = 30, shape: str = "pi
             ledger.close()
     out["ratio"] = round(out["p50_ms_with_semantic"] / max(out["p50_ms_without_semantic"], 1e-9), 3)
     return out
+
+
+class _RandomVectors:
+    """Random unit vectors under the model's name and dimension (latency runs only: the
+    semantic route's work depends on the number of vectors, not their values)."""
+
+    def __init__(self, model: Any) -> None:
+        import numpy as np
+
+        self.name, self.dim = model.name, model.dim
+        self._rng = np.random.default_rng(0)
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        v = self._rng.standard_normal((len(texts), self.dim)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 def _time_variants(ledger: Any, conv: str, encoder: Any, artifacts: int, shape: str, runs: int) -> dict[str, Any]:

@@ -108,6 +108,7 @@ def recall(
     cost_records: Annotated[int, typer.Option("--cost-records", min=0, help="Exchanges recorded with and without embeddings for the cost table (0: skip).")] = 200,
     latency_artifacts: Annotated[int, typer.Option("--latency-artifacts", min=0, help="Artifacts of the history assembly p50 is timed at with and without the semantic route (0: skip; e.g. 10000).")] = 0,
     latency_runs: Annotated[int, typer.Option("--latency-runs", min=1, help="Timed assemblies per variant.")] = 30,
+    latency_vectors: Annotated[str, typer.Option("--latency-vectors", help="model (embed the history) or random (random unit vectors: the search cost does not depend on their values).")] = "model",
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
@@ -124,6 +125,7 @@ def recall(
         run_recall,
     )
     from contextledger.bench.report import machine_info, versions
+    from contextledger.errors import InputError
 
     with fail_cleanly(as_json):
         report = run_recall(_ints(scales, "--scales"), budget=budget, cases=case or None)
@@ -131,7 +133,9 @@ def recall(
         if cost_records:
             report["cost"] = measure_cost(cost_records)
         if latency_artifacts:
-            report["latency"] = measure_latency(latency_artifacts, runs=latency_runs)
+            if latency_vectors not in ("model", "random"):
+                raise InputError(f"unknown --latency-vectors {latency_vectors!r}; expected model or random")
+            report["latency"] = measure_latency(latency_artifacts, runs=latency_runs, vectors=latency_vectors)
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench-recall.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
         (out / "bench-recall.md").write_text(recall_markdown(report))
