@@ -196,24 +196,53 @@ def build_handoff(
         raise InputError(f"now must be a timezone-aware datetime, got {now!r}")
     snap = read_snapshot(store, scope, conversation_id, branch_id)
     boundary = find_boundary(snap.messages, snap.calls, keep_recent_units)
-    previous = snap.previous
-    prev_sections: Mapping[str, Any] = {}
-    if previous is not None:
-        covers = previous.metadata.get("covers") or {}
-        prev_to = int(covers.get("to_seq", -1))
-        if boundary.to_seq <= prev_to:
-            raise InputError(
-                f"nothing new to compact: compaction {previous.id} already covers up to seq {prev_to} "
-                f"and keep_recent_units={keep_recent_units} ends the new range at seq {boundary.to_seq}"
-            )
-        prev_sections = previous.metadata.get("sections") or {}
-    covered_ids = boundary.covered_message_ids
+    prev_sections = _previous_sections(snap, boundary, keep_recent_units)
     covered_calls = boundary.covered_call_ids
     covered_mems = [
         m
         for m in snap.memories
         if S.shareable_memory(m) and ((m.call_id in covered_calls) if m.call_id else m.seq <= boundary.to_seq)
     ]
+    doc = _document(snap, boundary, covered_mems, prev_sections, now, extra_rules)
+    validate_handoff(doc)
+    refs = source_refs(doc)
+    cited = set(refs)
+    user_data = any(m.privacy_class is PrivacyClass.USER_DATA for m in covered_mems if m.id in cited) or any(
+        m.privacy_class is PrivacyClass.USER_DATA for m in snap.messages if m.id in cited
+    )
+    return HandoffPlan(
+        document=doc,
+        boundary=boundary,
+        snapshot=snap,
+        source_refs=refs,
+        privacy_class=PrivacyClass.USER_DATA if user_data else PrivacyClass.INTERNAL,
+    )
+
+
+def _previous_sections(snap: GraphSnapshot, boundary: Boundary, keep_recent_units: int) -> Mapping[str, Any]:
+    """The sections of the previous compaction (empty when none).
+
+    Raises:
+        InputError: the previous compaction already covers the new range.
+    """
+    previous = snap.previous
+    if previous is None:
+        return {}
+    covers = previous.metadata.get("covers") or {}
+    prev_to = int(covers.get("to_seq", -1))
+    if boundary.to_seq <= prev_to:
+        raise InputError(
+            f"nothing new to compact: compaction {previous.id} already covers up to seq {prev_to} "
+            f"and keep_recent_units={keep_recent_units} ends the new range at seq {boundary.to_seq}"
+        )
+    sections: Mapping[str, Any] = previous.metadata.get("sections") or {}
+    return sections
+
+
+def _document(snap: GraphSnapshot, boundary: Boundary, covered_mems: list[ToolMemory], prev_sections: Mapping[str, Any], now: datetime, extra_rules: Sequence[Rule]) -> dict[str, Any]:
+    """The handoff document's sections (template order), with the per-section counts of
+    entries left out by the section caps under ``omitted``."""
+    covered_ids = boundary.covered_message_ids
     calls_by_id = {c.call_id: c for c in snap.calls}
     messages_by_id = {m.id: m for m in snap.messages}
     carried = prev_sections.get("hard_constraints")
@@ -234,28 +263,8 @@ def build_handoff(
         "next_step": S.next_step(snap.messages, covered_ids),
         "source_range": {"from_seq": boundary.from_seq, "to_seq": boundary.to_seq},
     }
-    omitted = {
-        k: v
-        for k, v in (
-            ("verified_facts", facts_left),
-            ("files_read", read_left),
-            ("files_modified", modified_left),
-            ("failed_attempts", failed_left),
-        )
-        if v
-    }
+    left = (("verified_facts", facts_left), ("files_read", read_left), ("files_modified", modified_left), ("failed_attempts", failed_left))
+    omitted = {k: v for k, v in left if v}
     if omitted:
         doc["omitted"] = omitted
-    validate_handoff(doc)
-    refs = source_refs(doc)
-    cited = set(refs)
-    user_data = any(m.privacy_class is PrivacyClass.USER_DATA for m in covered_mems if m.id in cited) or any(
-        m.privacy_class is PrivacyClass.USER_DATA for m in snap.messages if m.id in cited
-    )
-    return HandoffPlan(
-        document=doc,
-        boundary=boundary,
-        snapshot=snap,
-        source_refs=refs,
-        privacy_class=PrivacyClass.USER_DATA if user_data else PrivacyClass.INTERNAL,
-    )
+    return doc

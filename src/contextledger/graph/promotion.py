@@ -55,7 +55,7 @@ from contextledger.records.models import (
 )
 from contextledger.store import schema as S
 from contextledger.store.base import Scope
-from contextledger.store.sql import Writer
+from contextledger.store.sql import SqlStore, Writer
 
 if TYPE_CHECKING:
     from contextledger.runtime import HasRuntime
@@ -199,31 +199,7 @@ def promote(
     now = datetime.now(UTC)
     store = source.runtime.store
     with store.writer(scope) as w:
-        memory_ids: list[str] = []
-        message_ids: list[str] = []
-        if isinstance(record, ToolArtifact):
-            art = store.get_artifact(scope, record.id, conn=w.conn)
-            w.update_artifact(art.model_copy(update={"visibility_scope": to}))
-            for mem in store.memories(scope, conv_id, artifact_ids=[art.id], conn=w.conn):
-                _promote_memory(w, mem, to)
-                memory_ids.append(mem.id)
-            for mem in store.memories(scope, conv_id, conn=w.conn):
-                if art.id in mem.source_artifact_ids and mem.id not in memory_ids:
-                    _promote_memory(w, mem, to)
-                    memory_ids.append(mem.id)
-            if art.message_id:
-                for msg in store.messages(scope, conv_id, ids=[art.message_id], conn=w.conn):
-                    if VISIBILITY_RANK[msg.visibility] < VISIBILITY_RANK[to]:
-                        update_message(w, msg.model_copy(update={"visibility": to}))
-                        message_ids.append(msg.id)
-        elif isinstance(record, ToolMemory):
-            mems = store.memories(scope, conv_id, ids=[record.id], conn=w.conn)
-            _promote_memory(w, mems[0], to)
-            memory_ids.append(record.id)
-        else:
-            msg = store.messages(scope, conv_id, ids=[record.id], conn=w.conn)[0]
-            update_message(w, msg.model_copy(update={"visibility": to}))
-            message_ids.append(msg.id)
+        memory_ids, message_ids = _widen(w, store, scope, record, to)
         decision = PolicyDecision(
             id=new_id("dec"), tenant_id=scope.tenant_id, conversation_id=conv_id, family=PolicyFamily.PROMOTION,
             decision="promote", record_id=record_id, reason="promoted", actor=actor,
@@ -235,6 +211,38 @@ def promote(
         )
         w.add_decision(decision)
     return decision
+
+
+def _widen(w: Writer, store: SqlStore, scope: Scope, record: Message | ToolArtifact | ToolMemory, to: Visibility) -> tuple[list[str], list[str]]:
+    """Within ``w``'s transaction, widen ``record`` to ``to`` with what follows it (an
+    artifact's memories and result message); returns ``(memory ids, message ids)`` widened."""
+    conv_id = record.conversation_id
+    memory_ids: list[str] = []
+    message_ids: list[str] = []
+    if isinstance(record, ToolArtifact):
+        art = store.get_artifact(scope, record.id, conn=w.conn)
+        w.update_artifact(art.model_copy(update={"visibility_scope": to}))
+        for mem in store.memories(scope, conv_id, artifact_ids=[art.id], conn=w.conn):
+            _promote_memory(w, mem, to)
+            memory_ids.append(mem.id)
+        for mem in store.memories(scope, conv_id, conn=w.conn):
+            if art.id in mem.source_artifact_ids and mem.id not in memory_ids:
+                _promote_memory(w, mem, to)
+                memory_ids.append(mem.id)
+        if art.message_id:
+            for msg in store.messages(scope, conv_id, ids=[art.message_id], conn=w.conn):
+                if VISIBILITY_RANK[msg.visibility] < VISIBILITY_RANK[to]:
+                    update_message(w, msg.model_copy(update={"visibility": to}))
+                    message_ids.append(msg.id)
+    elif isinstance(record, ToolMemory):
+        mems = store.memories(scope, conv_id, ids=[record.id], conn=w.conn)
+        _promote_memory(w, mems[0], to)
+        memory_ids.append(record.id)
+    else:
+        msg = store.messages(scope, conv_id, ids=[record.id], conn=w.conn)[0]
+        update_message(w, msg.model_copy(update={"visibility": to}))
+        message_ids.append(msg.id)
+    return memory_ids, message_ids
 
 
 def _promote_memory(w: Writer, mem: ToolMemory, to: Visibility) -> None:
