@@ -184,3 +184,30 @@ def test_bench_startup_times_each_command_against_a_bare_interpreter() -> None:
     assert [r.command for r in rows] == ["python -c pass", "contextledger --help", "contextledger conversations (empty ledger)"]
     assert all(r.runs == 1 and r.min_s == r.median_s > 0 for r in rows)
     assert startup_markdown(rows).splitlines()[2].endswith("| 1.0 |")
+
+
+def test_linking_reads_the_subjects_current_memories_not_its_history(sqlite_ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test command run thirty times: linking the newest run reads the one current run
+    (superseded runs are not read on a branch without inherited history), and every run
+    is still superseded by the next, live and batched alike."""
+    rec = sqlite_ledger.recorder()
+    conv = rec.start_conversation(title="t")
+    runs = [Exchange(call_id=f"t{i}", tool_name="Bash", arguments={"command": "pytest -q"}, result=f"{i + 1} passed in 0.1s") for i in range(30)]
+    _live(rec, conv.id, runs[:20])
+    record_exchanges(rec, conv.id, runs[20:29])
+    store = sqlite_ledger.store
+    read: list[int] = []
+    real = type(store).memories
+
+    def spy(self: Any, *args: Any, **kw: Any) -> Any:
+        got = real(self, *args, **kw)
+        if kw.get("subject_keys") is not None:
+            read.append(len(got))
+        return got
+
+    monkeypatch.setattr(type(store), "memories", spy)
+    _live(rec, conv.id, runs[29:])
+    assert read == [2]  # the run before and the new one itself
+    mems = sqlite_ledger.store.memories(sqlite_ledger.scope(), conv.id, segments=None)
+    assert [m.superseded_by for m in mems[:-1]] == [m.id for m in mems[1:]]
+    assert mems[-1].superseded_by is None and mems[-1].supersedes == (mems[-2].id,)

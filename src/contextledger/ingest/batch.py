@@ -101,7 +101,7 @@ class _Links:
         subjects = sorted({m.subject_key for m in memories if m.subject_key})
         for start in range(0, len(subjects), _SUBJECTS_PER_QUERY):
             chunk = subjects[start : start + _SUBJECTS_PER_QUERY]
-            for m in rec.store.memories(rec.scope, conversation_id, segments, subject_keys=chunk, conn=w.conn):
+            for m in rec.store.memories(rec.scope, conversation_id, segments, subject_keys=chunk, unsuperseded=len(segments) == 1, conn=w.conn):
                 self._remember(m, stored=True)
         if any(_kind(m) == "test_run" for m in memories):
             known = set(self.current)

@@ -38,7 +38,11 @@ never makes the parent branch's read stale, and a read on a fork never supersede
 
 Only the subject index is queried (``tool_memories.subject_key``), so linking costs one
 indexed read per recorded result (plus the lineage's newest 200 file memories for a
-test run).
+test run).  On a branch without inherited history, superseded memories are not read:
+:func:`~contextledger.memory.links.plan_links` skips a memory whose successor is on the
+lineage, and with one segment every successor is (a link is stored on the earlier
+record only when both lie on the same branch) — so the read holds the subject's current,
+stale and conflicting memories, not its whole history.
 """
 
 from __future__ import annotations
@@ -71,7 +75,11 @@ def link_on_write(store: SqlStore, w: Writer, scope: Scope, new: ToolMemory) -> 
     subject = new.subject_key
     if subject is None:
         return
-    earlier = [m for m in store.memories(scope, new.conversation_id, segments, subject_keys=[subject], conn=w.conn) if m.seq < new.seq and m.id != new.id]
+    # one segment (no inherited history): a superseded memory's successor is on this
+    # branch, so the planner skips it whatever it holds — it is not read (a test command
+    # run a thousand times reads its newest run, not a thousand)
+    found = store.memories(scope, new.conversation_id, segments, subject_keys=[subject], unsuperseded=len(segments) == 1, conn=w.conn)
+    earlier = [m for m in found if m.seq < new.seq and m.id != new.id]
     if not earlier:
         return
     plan = plan_links(new, earlier)

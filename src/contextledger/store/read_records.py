@@ -117,9 +117,11 @@ class RecordReads(SqlStoreBase):
         subject_keys: Iterable[str] | None = None,
         subject_prefix: str | None = None,
         artifact_ids: Iterable[str] | None = None,
+        unsuperseded: bool = False,
         conn: Connection | None = None,
     ) -> list[ToolMemory]:
-        """Tool memories in ``seq`` order (``last``: only the newest N)."""
+        """Tool memories in ``seq`` order (``last``: only the newest N; ``unsuperseded``:
+        none whose ``resolution_state`` is ``superseded``)."""
         scope = require_scope(scope)
         t = S.tool_memories
         if ids is not None:
@@ -137,6 +139,8 @@ class RecordReads(SqlStoreBase):
             stmt = stmt.where(t.c.subject_key >= subject_prefix, t.c.subject_key < subject_prefix + "\uffff")
         if artifact_ids is not None:
             stmt = stmt.where(t.c.artifact_id.in_(list(artifact_ids)))
+        if unsuperseded:
+            stmt = stmt.where(t.c.resolution_state != "superseded")
         if last is not None:
             if segments is not None and len(segments) > 1:
                 stmt = newest_per_segment(stmt, t, segments, last, (t.c.seq, t.c.id))
