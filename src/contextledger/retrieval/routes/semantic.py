@@ -61,7 +61,10 @@ class SemanticRoute:
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []
-        sims = cv.matrix[rows] @ q
+        matrix = cv.matrix
+        # most rows wanted (one lineage): multiply the whole matrix and pick, rather than
+        # copy the wanted rows out of it first
+        sims = (matrix @ q)[rows] if 2 * rows.size >= matrix.shape[0] else matrix[rows] @ q
         k = min(limit, rows.size)
         top = np.argpartition(-sims, k - 1)[:k]
         order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), -int(rows[i])))
