@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.bench.harness import CONTEXTLEDGER
 from contextledger.bench.real import derive_probes, real_files, run_real
 from contextledger.bench.strategies import all_strategies
 from contextledger.ledger import Ledger
+
+require_real_data()  # every test here reads ../shared/data/real: skip (or fail in CI) without it
 
 SAMPLE = (
     "marot-spotter/short.jsonl",

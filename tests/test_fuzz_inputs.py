@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.errors import ContextLedgerError, ImportFormatError, InputError
 from contextledger.ingest.importers import SUPPORTED_FORMATS, parse_file
 from contextledger.ingest.importers.bodies import BODY_PROVIDERS, parse_request_body
@@ -35,6 +35,8 @@ from fuzzing import (
     real_seeds,
     survives,
 )
+
+require_real_data()  # every test here reads ../shared/data/real: skip (or fail in CI) without it
 
 SEEDS = real_seeds(real_data_dir(), SUPPORTED_FORMATS)
 WORK = Path(tempfile.mkdtemp(prefix="cl-fuzz-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))

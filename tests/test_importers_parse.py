@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.errors import ImportFormatError
 from contextledger.ingest.importers import SUPPORTED_FORMATS, detect_format, parse_file
 from contextledger.ingest.transcript import ImportedMessage, ImportedTranscript
@@ -41,6 +41,8 @@ from contextledger.records.parts import (
     ToolCallPart,
     ToolResultPart,
 )
+
+require_real_data()  # every test here reads ../shared/data/real: skip (or fail in CI) without it
 
 REAL = real_data_dir()
 MANIFEST: list[dict[str, Any]] = json.loads((REAL / "manifest.json").read_text())

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.ingest.loader import ImportResult
 from contextledger.ledger import Ledger
 from contextledger.providers.registry import validate_payload
+
+require_real_data()  # every test here reads ../shared/data/real: skip (or fail in CI) without it
 
 ROOT = real_data_dir()
 MANIFEST = json.loads((ROOT / "manifest.json").read_text())

@@ -268,7 +268,7 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
         first_non_system = next((i for i, m in enumerate(t.messages) if m.role not in (Role.SYSTEM, Role.DEVELOPER)), len(t.messages))
         # a record without a timestamp takes the previous record's time (never the
         # import time: the default ``now`` of an assembly is the newest record's time)
-        last_time: datetime | None = next((m.created_at for m in t.messages if m.created_at is not None), None)
+        last_time: datetime = next((m.created_at for m in t.messages if m.created_at is not None), None) or _undated_time(t.path, now)
         for i, im in enumerate(t.messages):
             if im.created_at is not None:
                 last_time = im.created_at
@@ -286,7 +286,7 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
                 runtime_kind=RuntimeKind.SUBAGENT_CHILD if is_child else RuntimeKind.CHAT, speaker_label=im.speaker_label,
                 source_ref=im.source_ref or None, token_count=message_token_count(parts),
                 metadata={**im.metadata, "untrusted": True, **({"model": im.model} if im.model else {})},
-                created_at=im.created_at or last_time or now,
+                created_at=im.created_at or last_time,
             ), None if im.role is Role.TOOL or im.kind == MessageKind.OBSERVATION else rt.put_restricted_blob, message_token_count)  # results: write_result
             msg_ids[im.key] = msg.id
             if im.role is Role.TOOL:
@@ -361,6 +361,17 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
         result.branches = len(branches)
         result.participants = max(1, len(parts_by_key))
     return result
+
+
+def _undated_time(path: str, fallback: datetime) -> datetime:
+    """The time of the records of a transcript that carries no timestamp at all: the
+    file's modification time in whole seconds (the same for every import of the file, so
+    the ages and ``observed`` times a payload shows do not depend on when it was
+    imported), else ``fallback`` (the import time; e.g. a request body)."""
+    try:
+        return datetime.fromtimestamp(int(Path(path).stat().st_mtime), UTC)
+    except (OSError, ValueError, OverflowError):
+        return fallback
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -109,6 +109,9 @@ class Boundary:
         arts = {a.id: a for a in ctx.store.artifacts(ctx.scope, ctx.conversation_id, ids=art_ids, conn=ctx.conn)} if art_ids else {}
         msgs = {m.id: m for m in ctx.reads.messages_by_id(ctx.segments, msg_ids)} if msg_ids else {}
         rules = {str(b.get("id")): b for b in ctx.reads.rule_bodies()} if any(f[0] == "rule" for f in fused) else {}
+        seq_of = {("memory", i): m.seq for i, m in mems.items()} | {("message", i): m.seq for i, m in msgs.items()} | {("rule", i): int(b.get("_seq") or 0) for i, b in rules.items()}
+        # equal fused scores: transcript order (older first), never the random id
+        fused = sorted(fused, key=lambda f: (-f[2], -len(f[3]), f[0], seq_of.get((f[0], f[1]), 0), f[1]))
         out: list[Hit] = []
         for kind, rid, score, ranks, scores in fused:
             if len(out) >= limit:
