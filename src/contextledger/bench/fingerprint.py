@@ -18,8 +18,10 @@ target (not persisted, so the databases stay as built) and returns
 ``<case>|<scale or budget>|<provider>`` (``decisions``: the hash of the record's omission
 summary, selected refs, buckets, rule conflicts and per-record trace, so a change of
 what is explained shows too); :func:`compare` lists the differences between two such
-maps.  Reusing the databases
-keeps record ids (and so ids quoted in payloads) the same between the two runs.
+maps.  Payloads name records by handles (``m12``, ``a12``: :mod:`contextledger.handles`),
+never by random ids, so payloads no longer depend on the ids a build drew (the real
+transcripts give the same payloads on every build: ``tests/test_import_determinism.py``).  Fingerprints taken before handles (payloads quoting
+``mem_…`` / ``art_…`` ids) differ from any taken after: rebuild the reference.
 """
 
 from __future__ import annotations
