@@ -77,6 +77,7 @@ def forget_conversation(ledger: HasRuntime, scope: Scope, conversation_id: str, 
                     rows[table.name] = int(n)
         rows["conversations"] = int(conn.execute(c.delete().where(c.c.id == conversation_id, c.c.tenant_id == tenant)).rowcount)
         audit_id = record_deletion(conn, event="forget_conversation", tenant_id=tenant, subject=conversation_id, actor=actor, counts={"rows": rows, "blobs_referenced": len(blobs)})
+    ledger.runtime.store.forget_lineages()
     return {"conversation_id": conversation_id, "rows": rows, "blobs_deleted": _delete_unreferenced(ledger, blobs), "audit_id": audit_id}
 
 

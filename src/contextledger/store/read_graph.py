@@ -39,6 +39,10 @@ class ConversationSummary:
     artifact_count: int
 
 
+_LINEAGE_CACHE_SIZE = 4096
+"""Lineages kept per store (the cache is emptied when full)."""
+
+
 class GraphReads(SqlStoreBase):
     """Conversations, branches, lineage, participants and model runs."""
 
@@ -141,31 +145,51 @@ class GraphReads(SqlStoreBase):
 
         Called with a :meth:`writer` connection on PostgreSQL, it first locks the
         conversation row, so the lineage head read next stays the head until commit.
+        A complete lineage (one that reaches a root branch) is kept per tenant and
+        branch for the life of the store: it never changes once the branch exists.
 
         Raises:
             NotFoundError: ``branch_id`` is not in scope.
         """
         scope = require_scope(scope)
+        cache: dict[tuple[str, str], tuple[str, tuple[LineageSegment, ...]]] = self.__dict__.setdefault("_lineages", {})
+        hit = cache.get((scope.tenant_id, branch_id))
+        if hit is not None:
+            self._lock_for_writer(scope, hit[0], conn)
+            return list(hit[1])
         t = S.branches
         stmt = sa.select(t.c.id, t.c.parent_branch_id, t.c.fork_seq).where(t.c.tenant_id == scope.tenant_id)
         first = self.get_branch(scope, branch_id, conn)
         stmt = stmt.where(t.c.conversation_id == first.conversation_id)
-        if conn is not None and conn.info.get(WRITER_FLAG) and self.dialect == "postgresql":
-            # Inside a write transaction, take the conversation's row lock (the one
-            # ``allocate_seq`` takes) before reading the lineage: writers of one
-            # conversation are then serialised from here on, and the head a writer
-            # reads is still the head when it appends (as BEGIN IMMEDIATE gives on SQLite).
-            ct = S.conversations
-            conn.execute(
-                sa.select(ct.c.id).where(ct.c.id == first.conversation_id, ct.c.tenant_id == scope.tenant_id).with_for_update()
-            )
+        self._lock_for_writer(scope, first.conversation_id, conn)
         if conn is None:
             with self.reader() as c:
                 rows = c.execute(stmt).all()
         else:
             rows = conn.execute(stmt).all()
         by_id = {r.id: K.BranchRow(r.id, r.parent_branch_id, None if r.fork_seq is None else int(r.fork_seq)) for r in rows}
-        return [LineageSegment(branch_id=b, max_seq=lim) for b, lim in K.lineage_walk(by_id, branch_id)]
+        walk = K.lineage_walk(by_id, branch_id)
+        segments = tuple(LineageSegment(branch_id=b, max_seq=lim) for b, lim in walk)
+        if by_id[walk[-1][0]].parent_branch_id is None:
+            # a complete walk (it reached a root): a branch's ancestors and fork points
+            # never change once it exists, so the lineage is kept for the process
+            if len(cache) >= _LINEAGE_CACHE_SIZE:
+                cache.clear()
+            cache[(scope.tenant_id, branch_id)] = (first.conversation_id, segments)
+        return list(segments)
+
+    def forget_lineages(self) -> None:
+        """Drop the kept lineages (after branches were deleted)."""
+        self.__dict__.pop("_lineages", None)
+
+    def _lock_for_writer(self, scope: Scope, conversation_id: str, conn: Connection | None) -> None:
+        """Inside a PostgreSQL write transaction, take the conversation's row lock (the
+        one ``allocate_seq`` takes) before the lineage is used: writers of one
+        conversation are then serialised from here on, and the head a writer reads is
+        still the head when it appends (as BEGIN IMMEDIATE gives on SQLite)."""
+        if conn is not None and conn.info.get(WRITER_FLAG) and self.dialect == "postgresql":
+            ct = S.conversations
+            conn.execute(sa.select(ct.c.id).where(ct.c.id == conversation_id, ct.c.tenant_id == scope.tenant_id).with_for_update())
 
     def participants(self, scope: Scope | None, conversation_id: str, conn: Connection | None = None) -> list[Participant]:
         """Every participant of a conversation, oldest first."""
