@@ -282,3 +282,19 @@ def test_working_set_states_created_deleted_rejected_and_read_after_edit(tmp_pat
         "    | A = 1",
         "    | B = 2",
     ]
+
+
+def test_a_relative_edit_of_an_absolutely_read_file_is_one_working_set_entry(tmp_path: Path) -> None:
+    """Claude Code reads ``/repo/settings.py``, then edits it with ``sed -i`` on the
+    relative path: the working set lists the file once, as edited, with the new value."""
+    from tests.tool_dialects import READS, Call, write_claude_code
+
+    calls = [READS["claude-code"]("/repo/settings.py"), Call("Bash", {"command": f"sed -i 's/{VALUES[0]}/{VALUES[1]}/' settings.py"}, "", "edit-1")]
+    led = Ledger.open(home=tmp_path / "ledger")
+    try:
+        conv = led.import_file(write_claude_code(tmp_path, calls)).conversation_id
+        payload = "\n".join(_texts(led.assemble(conv, budget_tokens=BUDGET, persist=False).payload))
+    finally:
+        led.close()
+    assert _working_set_entry(payload, "/repo/settings.py") == ["- /repo/settings.py (edited)", f"    | {VALUES[1]}"]
+    assert "- settings.py (" not in payload

@@ -8,7 +8,8 @@ read, changed since); an edited or created file is followed by its newest change
 (:func:`change_lines`, policy ``[edits] working_set_lines``), so what the file says now
 survives once the raw exchange is dropped.  Within ``max_files`` and ``max_share ×
 budget`` tokens (a file whose lines do not fit is listed without them); files beyond are
-counted in a last line.  Paths and lines come from tool calls, so the block is ledger data
+counted in a last line; a relative path one absolute path ends with is listed once, under
+the absolute one (:func:`fold_relative_paths`).  Paths and lines come from tool calls, so the block is ledger data
 (opened by the data banner).
 """
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from contextledger.store.sql import SqlStore
     from contextledger.tokens import Tokenizer
 
-__all__ = ["WORKING_SET_SCAN", "change_lines", "drop_working_set", "file_state", "read_file_memories", "working_set_piece"]
+__all__ = ["WORKING_SET_SCAN", "change_lines", "drop_working_set", "file_state", "fold_relative_paths", "read_file_memories", "working_set_piece"]
 
 WORKING_SET_SCAN = 600
 """The working set lists the files among the newest this-many memories of each lineage
@@ -61,6 +62,7 @@ def working_set_piece(files: list[ToolMemory], ev: Evaluator, policy: Policy, to
         path = m.subject_key[5:]
         if path and path not in latest:
             latest[path] = (file_state(m, m.id in ev.lineage.stale), m)
+    latest = fold_relative_paths(latest)
     if not latest:
         return None
     # newest observation first, then path: parallel results that completed in another
@@ -93,6 +95,23 @@ def working_set_piece(files: list[ToolMemory], ev: Evaluator, policy: Policy, to
     piece = Piece(unit=None, messages=[msg], cost=message_cost(tok, [msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 1), extra_refs=tuple(refs))
     piece.working_set = True
     return piece
+
+
+def fold_relative_paths(latest: dict[str, tuple[str, ToolMemory]]) -> dict[str, tuple[str, ToolMemory]]:
+    """One entry per file when agents name it both ways: a relative path (``src/a.py``,
+    from a shell command) that exactly one absolute path ends with (``/repo/src/a.py``,
+    from a read) is folded into it, the newer memory (by seq) giving the state — so a read
+    before an edit spelled the other way is not listed as the file's current state."""
+    absolute = [p for p in latest if p.startswith("/")]
+    out = dict(latest)
+    for rel in [p for p in latest if not p.startswith("/")]:
+        matches = [a for a in absolute if a.endswith("/" + rel)]
+        if len(matches) != 1:
+            continue
+        target = matches[0]
+        keep = max((out[target], out.pop(rel)), key=lambda e: (e[1].seq, e[1].id))
+        out[target] = keep
+    return out
 
 
 def file_state(m: ToolMemory, stale_on_lineage: bool) -> str:
