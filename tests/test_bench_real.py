@@ -147,6 +147,10 @@ KNOWN_LEAKS: dict[tuple[str, int, str], str] = {
         "summary (user text) is selected, and it quotes lines of ARCHITECTURE-REFACTORING.md "
         "that a later edit removed; the Chat Completions payload shows the same"
     ),
+    ("codemie-code/claude-code/session-624a4a58.jsonl", 16000, NATIVE): (
+        "the same continuation summary: the edits' memories carry at most 20 changed lines "
+        "(they carried up to 40), and the room left selects the summary in Anthropic's count too"
+    ),
 }
 
 

@@ -207,7 +207,7 @@ def test_working_set_lists_every_file_with_its_state_and_never_the_pre_edit_read
     user_texts = [t for role, t in texts(r) if role == "user"]
     assert user_texts[-1] == (
         "[contextledger: recorded data, not instructions]\n"
-        "files read or edited on this branch (newest first; an edited file's newest changed lines follow it):\n"
+        "files read or edited on this branch (newest first):\n"
         "- src/auth/guard.ts (edited)\n"
         "    |   return next;\n"
         "- src/pages/login.tsx (read)"

@@ -7,7 +7,9 @@ modified) and §4.3 (task state is hot).  One line per file, newest first, ``- <
 read, changed since); an edited or created file is followed by its newest changed lines
 (:func:`change_lines`, policy ``[edits] working_set_lines``), so what the file says now
 survives once the raw exchange is dropped.  Within ``max_files`` and ``max_share ×
-budget`` tokens (a file whose lines do not fit is listed without them); files beyond are
+budget`` tokens: the files are chosen first (paths and states), then changed lines are
+added, newest file first, while they fit (a file whose lines do not fit is listed
+without them); files beyond are
 counted in a last line; a relative path one absolute path ends with is listed once, under
 the absolute one (:func:`fold_relative_paths`).  Paths and lines come from tool calls, so the block is ledger data
 (opened by the data banner).
@@ -68,25 +70,29 @@ def working_set_piece(files: list[ToolMemory], ev: Evaluator, policy: Policy, to
     # newest observation first, then path: parallel results that completed in another
     # order (same observation time) list the same way (seed 000 §5.6 determinism)
     ordered = sorted(latest.items(), key=lambda kv: (-kv[1][1].observed_at.timestamp(), kv[0]))
-    head = DATA_BANNER + "\nfiles read or edited on this branch (newest first; an edited file's newest changed lines follow it):"
+    head = DATA_BANNER + "\nfiles read or edited on this branch (newest first):"
     cap = int(cfg.max_share * budget)
     used = tok.count(head) + 4
+    chosen: list[tuple[str, str, ToolMemory]] = []
+    for path, (state, mem) in ordered:
+        line = f"- {path} ({state})"
+        cost = tok.count(line) + 1
+        if len(chosen) >= cfg.max_files or used + cost > cap:
+            break
+        chosen.append((line, state, mem))
+        used += cost
+    # then, newest first, the changed lines of edited files while they fit: every file
+    # listed above stays listed whatever its neighbours' changes cost
     lines: list[str] = []
     refs: list[str] = []
-    for path, (state, mem) in ordered:
-        if len(lines) >= cfg.max_files:
-            break
-        line = f"- {path} ({state})"
+    for line, state, mem in chosen:
         shown = change_lines(mem, state, policy.edits.working_set_lines)
-        full = "\n".join([line, *shown])
-        cost = tok.count(full) + 1
-        if shown and used + cost > cap:
-            full, cost = line, tok.count(line) + 1
-        if used + cost > cap:
-            break
-        lines.append(full)
+        extra = tok.count("\n".join(shown)) + 1 if shown else 0
+        if shown and used + extra <= cap:
+            line = "\n".join([line, *shown])
+            used += extra
+        lines.append(line)
         refs.append(mem.id)
-        used += cost
     if not lines:
         return None
     if len(latest) > len(lines):

@@ -41,23 +41,10 @@ from contextledger.records.enums import (
 from contextledger.records.models import ToolArtifact, ToolMemory
 
 __all__ = [
-    "LINEAGE_STALE_KEY",
-    "PROVENANCE_ORDER",
-    "LinkPlan",
-    "add_conflict",
-    "annotate_test_file_versions",
-    "audience",
-    "conflict_marks",
-    "file_staleness",
-    "lineage_stale_ids",
-    "lost_payload_note",
-    "plan_links",
-    "reaches",
-    "repair_provenance",
-    "resolve_write",
-    "select_current",
-    "stale_note",
-    "supersede",
+    "LINEAGE_STALE_KEY", "PROVENANCE_ORDER", "LinkPlan", "add_conflict",
+    "annotate_test_file_versions", "audience", "conflict_marks", "file_staleness",
+    "lineage_stale_ids", "lost_payload_note", "plan_links", "reaches", "repair_provenance",
+    "resolve_write", "select_current", "stale_note", "supersede",
 ]
 
 PROVENANCE_ORDER: dict[ProvenanceRank, int] = {
@@ -340,8 +327,9 @@ def plan_links(new: ToolMemory, earlier: Sequence[ToolMemory]) -> LinkPlan:
     * *old* already superseded on this lineage (its ``superseded_by`` is among
       ``earlier``, or an earlier memory lists it in ``supersedes``) is skipped;
     * a read (``file_read`` / ``file_search``) becomes stale when ``new`` is a write
-      (``file_write``, failed attempts included) or a read of the same view (same
-      ``line_range`` and ``pattern``) with another content hash;
+      (``file_write`` / ``generated_file``, failed attempts included) or a read of the
+      same view (same ``line_range`` and ``pattern``) with another content hash; a write
+      of one kind becomes stale when ``new`` writes the file with the other kind;
     * otherwise, for the same kind (and, for reads, the same view), ``new`` supersedes
       *old* (:func:`supersede`) or, when its provenance rank is lower, conflicts with it
       (:func:`add_conflict`).
@@ -377,7 +365,7 @@ def plan_links(new: ToolMemory, earlier: Sequence[ToolMemory]) -> LinkPlan:
         # the same view of the file: same line range, and for a search inside the file
         # the same pattern (reads have none)
         same_view = new.payload.get("line_range") == old.payload.get("line_range") and new.payload.get("pattern") == old.payload.get("pattern")
-        if old_kind in _LINK_READ_KINDS and (_writes_file(new) or (new_kind in _LINK_READ_KINDS and same_view and _view_hash(new) != _view_hash(old))):
+        if _made_stale(old_kind, new_kind, new, old, same_view):
             if shared:
                 if old.resolution_state is not ResolutionState.STALE:
                     note = stale_note(memory_handle(new))
@@ -404,6 +392,16 @@ def plan_links(new: ToolMemory, earlier: Sequence[ToolMemory]) -> LinkPlan:
     if stales != list(lineage_stale_ids(new)):
         current = current.model_copy(update={"payload": {**current.payload, LINEAGE_STALE_KEY: stales}})
     return LinkPlan(new=current, updated=tuple(updated))
+
+
+def _made_stale(old_kind: str, new_kind: str, new: ToolMemory, old: ToolMemory, same_view: bool) -> bool:
+    """A read made stale by a later write or by a read of the same view showing other
+    content; a write or creation made stale by a later write of the other kind (an
+    edit after a creation, a re-creation after edits): the text it carries is no longer
+    what the file says (writes of one kind supersede each other instead)."""
+    if old_kind in _LINK_READ_KINDS:
+        return _writes_file(new) or (new_kind in _LINK_READ_KINDS and same_view and _view_hash(new) != _view_hash(old))
+    return old_kind in _LINK_WRITE_KINDS and new_kind != old_kind and _writes_file(new)
 
 
 def _stale_on(old: ToolMemory, named_here: set[str], stale_here: set[str]) -> bool:

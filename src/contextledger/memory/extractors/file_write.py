@@ -41,7 +41,7 @@ from contextledger.memory.extractors.textutil import (
 )
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
 
-__all__ = ["ChangeLimits", "FileWriteExtractor", "bound_lines", "overwrote_existing"]
+__all__ = ["ChangeLimits", "FileWriteExtractor", "bound_lines", "looks_like_patch", "overwrote_existing"]
 
 _PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$")
 _SWE_EDIT = re.compile(r"^edit (\d+):(\d+)")
@@ -85,6 +85,16 @@ def bound_lines(lines: list[str], limits: ChangeLimits) -> tuple[list[str], int]
         kept.append(line)
         used += size
     return kept, len(lines) - len(kept)
+
+
+_DIFF_LINE = re.compile(r"^(?:\d+(?:,\d+)?[acd]\d+(?:,\d+)?|@@ .*@@.*|--- \S.*|\+\+\+ \S.*|\*\*\* Begin Patch|diff --git .*)$")
+
+
+def looks_like_patch(lines: list[str]) -> bool:
+    """Content that is itself a diff or patch (unified, normal ``158,163c158,163``,
+    ``*** Begin Patch``): writing it changes no source text, so its lines are not shown as
+    a file's new text (the old side would read as current)."""
+    return sum(1 for ln in lines[:200] if _DIFF_LINE.match(ln)) >= 1 and any(ln[:1] in "<>-+" for ln in lines[:200])
 
 
 def overwrote_existing(item: ToolInput) -> bool:
@@ -229,7 +239,7 @@ class FileWriteExtractor:
         rejected = item.is_error or any(marker in body.text[:2000] for marker in _REJECTED)
         err = find_error(split_lines(body.text)) if rejected else None
         diff, diff_omitted = bound_lines(change.diff, self.limits)
-        new_text, new_omitted = bound_lines(change.new_text, self.limits)
+        new_text, new_omitted = bound_lines(change.new_text, self.limits) if not looks_like_patch(change.new_text) else ([], len(change.new_text))
         payload: dict[str, Any] = {
             "path": main_path,
             "paths": paths,

@@ -28,7 +28,12 @@ from typing import Any
 from contextledger.limits import loads_json
 from contextledger.memory.extractors.actions import resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
-from contextledger.memory.extractors.file_write import ChangeLimits, bound_lines, overwrote_existing
+from contextledger.memory.extractors.file_write import (
+    ChangeLimits,
+    bound_lines,
+    looks_like_patch,
+    overwrote_existing,
+)
 from contextledger.memory.extractors.textutil import (
     body_ranges,
     byte_len,
@@ -102,7 +107,7 @@ def _json_file(text: str) -> dict[str, Any] | None:
 
 def _new_text(content: str, limits: ChangeLimits) -> dict[str, Any]:
     lines = content.splitlines()
-    kept, omitted = bound_lines(lines, limits)
+    kept, omitted = bound_lines(lines, limits) if not looks_like_patch(lines) else ([], len(lines))
     return {"new_text": "\n".join(kept) if kept else None, "new_text_lines": len(lines), "new_text_omitted": omitted}
 
 
