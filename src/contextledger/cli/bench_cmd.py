@@ -61,7 +61,7 @@ def _names(text: str) -> list[str]:
 @contextlib.contextmanager
 def _extras() -> Iterator[None]:
     """Turn a missing optional dependency into a clear error: the benchmark's peer
-    strategies and plots need ``pip install 'contextledger[bench]'``."""
+    strategies and plots need ``pip install 'contextledger\\[bench]'``."""
     from contextledger.errors import InputError
 
     try:
@@ -289,7 +289,7 @@ def proxy(
 ) -> None:
     """The proxy under load on loopback: N workers over PostgreSQL, concurrent agents; the
     latency it adds over calling the scripted upstream directly; the ledger checked for
-    lost or duplicated records (``pip install 'contextledger[server,postgres]'``)."""
+    lost or duplicated records (``pip install 'contextledger\\[server,postgres]'``)."""
     import json
 
     from contextledger.errors import InputError

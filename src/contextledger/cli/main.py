@@ -361,7 +361,7 @@ def demo_cmd(
 
 @app.command("mcp")
 def mcp_cmd() -> None:
-    """Serve the ledger to MCP clients over stdio: tools rehydrate_artifact, search_ledger, explain_assembly, why_not and ledger:// resources (pip install 'contextledger[mcp]')."""
+    """Serve the ledger to MCP clients over stdio: tools rehydrate_artifact, search_ledger, explain_assembly, why_not and ledger:// resources (pip install 'contextledger\\[mcp]')."""
     with fail_cleanly():
         try:
             from contextledger.adapters.mcp import build_server
