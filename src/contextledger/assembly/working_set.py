@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from contextledger.assembly.pieces import Piece, message_cost
 from contextledger.assembly.render import DATA_BANNER
 from contextledger.providers.base import WireMessage
-from contextledger.records.enums import OmissionReason, ResolutionState, Shape
+from contextledger.records.enums import OmissionReason, ResolutionState, RuntimeKind, Shape
 from contextledger.records.models import ToolMemory
 from contextledger.records.parts import TextPart
 
@@ -140,9 +140,14 @@ def file_state(m: ToolMemory, stale_on_lineage: bool) -> str:
 def change_lines(m: ToolMemory, state: str, limit: int) -> list[str]:
     """The newest changed lines of an ``edited`` / ``created`` file, each as
     ``"    | <line>"`` (at most ``limit``, then ``"    | … N more lines in the ledger"``);
-    ``[]`` for any other state or when the memory carries no new text."""
+    ``[]`` for any other state, when the memory carries no new text, or when the change
+    was made by a child subagent: a child's promoted write is a handle for its parent (seed
+    000 §4.14: the report and handles, never the child's raw workspace) — its state shows,
+    its text stays in the ledger."""
     text = m.payload.get("new_text")
     if state not in ("edited", "created") or not isinstance(text, str) or not text or limit <= 0:
+        return []
+    if m.runtime_kind is RuntimeKind.SUBAGENT_CHILD:
         return []
     new = text.split("\n")
     more = len(new) - limit + int(m.payload.get("new_text_omitted") or 0)
