@@ -21,6 +21,7 @@ from contextledger.inspector.resolve import DecisionSet, assembly_decisions, in_
 from contextledger.records.enums import OmissionReason
 from contextledger.records.models import Message, ToolArtifact, ToolMemory
 from contextledger.records.parts import TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from contextledger.security.screen import REDACTED_TEXT_KEY, holds_secrets
 from contextledger.store import schema as S
 from contextledger.store.base import Scope
 
@@ -93,9 +94,32 @@ def _rows(store: SqlStore, scope: Scope, t: sa.Table, conversation_id: str, wate
         return list(conn.execute(stmt.order_by(t.c.seq, t.c.id)).all())
 
 
-def _artifact_text(store: SqlStore, scope: Scope, art: ToolArtifact) -> str:
+def _redacted_texts(store: SqlStore, scope: Scope, artifacts: list[ToolArtifact]) -> dict[str, str]:
+    """``artifact id → redacted text`` of the secret-bearing ``artifacts``: their memories'
+    :data:`~contextledger.security.screen.REDACTED_TEXT_KEY` (an artifact whose memory
+    holds none is absent: it is matched and shown by its tool name and arguments only)."""
+    ids = [a.id for a in artifacts if holds_secrets(a)]
+    if not ids:
+        return {}
+    tm = S.tool_memories
+    stmt = sa.select(tm.c.artifact_id, tm.c.body).where(tm.c.tenant_id == scope.tenant_id, tm.c.artifact_id.in_(ids)).order_by(tm.c.seq, tm.c.id)
+    out: dict[str, str] = {}
+    with store.reader() as conn:
+        for r in conn.execute(stmt):
+            text = ToolMemory.model_validate(r.body).payload.get(REDACTED_TEXT_KEY)
+            if isinstance(text, str):
+                out.setdefault(r.artifact_id, text)
+    return out
+
+
+def _artifact_text(store: SqlStore, scope: Scope, art: ToolArtifact, redacted: dict[str, str]) -> str:
+    """The text of ``art`` a why-not query is matched against and quoted from: the
+    redacted text of a secret-bearing artifact (never its raw payload), else the raw
+    result."""
     if art.deleted_at is not None:
         return ""
+    if holds_secrets(art):
+        return redacted.get(art.id, "")
     if art.blob_key is None:
         return art.inline_text or ""
     try:
@@ -116,9 +140,9 @@ def _candidates(store: SqlStore, scope: Scope, ds: DecisionSet, q: str) -> list[
     also: sa.ColumnElement[bool] = ta.c.blob_key.is_not(None)
     if handle is not None and handle.kind == "artifact":
         also = sa.or_(also, ta.c.seq == handle.seq)
-    for r in _rows(store, scope, ta, rec.conversation_id, wm, q, also=also):
-        a = ToolArtifact.model_validate(r.body)
-        out.append(("artifact", a, f"{a.tool_name} {a.arguments_json}\n{_artifact_text(store, scope, a)}"))
+    arts = [ToolArtifact.model_validate(r.body) for r in _rows(store, scope, ta, rec.conversation_id, wm, q, also=also)]
+    redacted = _redacted_texts(store, scope, arts)
+    out.extend(("artifact", a, f"{a.tool_name} {a.arguments_json}\n{_artifact_text(store, scope, a, redacted)}") for a in arts)
     for r in _rows(store, scope, tm, rec.conversation_id, wm, q, also=tm.c.seq == handle.seq if handle is not None and handle.kind == "memory" else None):
         mem = ToolMemory.model_validate(r.body)
         out.append(("memory", mem, f"{mem.summary}\n{json.dumps(mem.payload, ensure_ascii=False)}"))

@@ -98,8 +98,10 @@ def search(
     Args:
         ledger: a ``Ledger``, a runtime, or a ``SqlStore`` (anything with ``.store``).
         scope: the tenant scope (required: a missing scope is a denial).
-        query: the request text, or a :class:`RetrievalQuery` (text, keyword context,
-            the id of a stored record whose vector is the query's, paths).
+        query: the request text (what reads as a secret is removed first:
+            :func:`~contextledger.security.screen.strip_secrets`), or a
+            :class:`RetrievalQuery` (text, keyword context, the id of a stored record
+            whose vector is the query's, paths).
         branch_id: the lineage searched (default: the conversation's active branch).
         participant_id: the viewer (default: the main view — nobody's private state).
         provider: the provider the hits may be shown to (privacy routing).
@@ -131,7 +133,12 @@ def search(
         from contextledger.retrieval.embed import get_encoder
 
         encoder = get_encoder()
-    q = query if isinstance(query, RetrievalQuery) else RetrievalQuery(text=query, paths=tuple(named_paths(query)))
+    if not isinstance(query, RetrievalQuery):
+        from contextledger.security.screen import strip_secrets
+
+        text = strip_secrets(query)  # a typed secret is never matched (nor echoed)
+        query = RetrievalQuery(text=text, paths=tuple(named_paths(text)))
+    q = query
     with store.reader() as conn:
         reads = LineageReads(store, conn, scope, conversation_id)
         conv = reads.conversation()

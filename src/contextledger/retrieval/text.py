@@ -29,6 +29,7 @@ import unicodedata
 from functools import lru_cache
 
 from contextledger.memory.terms import STOPWORDS, normalize_term
+from contextledger.security.screen import credential_shaped
 
 __all__ = ["MAX_DOC_TOKENS", "MAX_QUERY_TOKENS", "MAX_TOKEN_LENGTH", "query_tokens", "tokens"]
 
@@ -86,14 +87,22 @@ _CODE = re.compile(r"([A-Za-z]{1,6})(\d{2,6})")
 _PATH_SEP = re.compile(r"[/\\]")
 
 
-def _chunk(chunk: str, out: dict[str, None]) -> None:
-    for t in _chunk_tokens(chunk):
+def _chunk(chunk: str, out: dict[str, None], query: bool = False) -> None:
+    for t in _chunk_tokens(chunk, query):
         out.setdefault(t, None)
 
 
+RANDOM_PART_CHARS = 16
+"""A query part this long or longer that reads as a random token
+(:func:`contextledger.security.screen.credential_shaped`) is matched whole only."""
+
+
 @lru_cache(maxsize=65536)
-def _chunk_tokens(chunk: str) -> tuple[str, ...]:
-    """The tokens of one chunk in order (memoised: logs and code repeat their chunks)."""
+def _chunk_tokens(chunk: str, query: bool = False) -> tuple[str, ...]:
+    """The tokens of one chunk in order (memoised: logs and code repeat their chunks).
+    ``query``: a random-looking part (:data:`RANDOM_PART_CHARS`) gives its whole form
+    only — its two-letter and digit fragments would match any document (and would make
+    a typed secret look found)."""
     out: dict[str, None] = {}
     chunk = chunk.strip("_.:/\\-")
     if not chunk:
@@ -115,14 +124,19 @@ def _chunk_tokens(chunk: str) -> tuple[str, ...]:
                 out.setdefault(m.group(1).lower(), None)
             out.setdefault(m.group(2), None)
             continue
+        if query and len(p) >= RANDOM_PART_CHARS and credential_shaped(p, min_runs=0.55):
+            if len(p) <= MAX_TOKEN_LENGTH:
+                out.setdefault(p.lower(), None)
+            continue
         _word(p, out)
     return tuple(out)
 
 
-def tokens(text: str, *, limit: int = MAX_DOC_TOKENS) -> list[str]:
+def tokens(text: str, *, limit: int = MAX_DOC_TOKENS, query: bool = False) -> list[str]:
     """Distinct index tokens of ``text`` in first-occurrence order, at most ``limit``
     (see the module docstring for the rules).  Deterministic; the same for documents
-    and queries."""
+    and queries, except that a query's random-looking parts are kept whole only
+    (``query``, see :func:`_chunk_tokens`)."""
     out: dict[str, None] = {}
     text = _fold(text)
     for m in _CODE_PAIR.finditer(text):
@@ -133,7 +147,7 @@ def tokens(text: str, *, limit: int = MAX_DOC_TOKENS) -> list[str]:
         if chunk[0] >= "\u3040" and not chunk[0].isascii():
             _cjk(chunk, out)
         else:
-            _chunk(chunk, out)
+            _chunk(chunk, out, query)
         if len(out) >= limit:
             break
     return list(out)[:limit]
@@ -141,4 +155,4 @@ def tokens(text: str, *, limit: int = MAX_DOC_TOKENS) -> list[str]:
 
 def query_tokens(text: str) -> list[str]:
     """:func:`tokens` of a query, at most :data:`MAX_QUERY_TOKENS`."""
-    return tokens(text, limit=MAX_QUERY_TOKENS)
+    return tokens(text, limit=MAX_QUERY_TOKENS, query=True)

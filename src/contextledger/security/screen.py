@@ -17,7 +17,9 @@ redacted form (seed 000 §8 R3, R12).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -36,6 +38,8 @@ __all__ = [
     "SECRETS_KEY",
     "RawStore",
     "ScreenedResult",
+    "credential_shaped",
+    "holds_secrets",
     "raise_privacy",
     "redacted_form",
     "screen_message",
@@ -43,6 +47,7 @@ __all__ = [
     "screen_stored_message",
     "screen_text",
     "screen_tool_result",
+    "strip_secrets",
 ]
 
 REDACTED_TEXT_KEY = "redacted_text"
@@ -71,6 +76,53 @@ def raise_privacy(declared: PrivacyClass) -> PrivacyClass:
     """The class of a record in which a secret was found: ``secret_like``, unless the
     caller declared a class that is already never sent raw (kept as declared)."""
     return declared if declared in _STRICTER else PrivacyClass.SECRET_LIKE
+
+
+def holds_secrets(record: ToolArtifact | Message) -> bool:
+    """Whether ``record`` is one whose raw text must never be matched or shown outside
+    an explicit reveal: ``secret_like``, or a secret was found in it (a record declared
+    with a stricter class keeps that class, with the findings in its metadata)."""
+    if record.privacy_class is PrivacyClass.SECRET_LIKE:
+        return True
+    meta = record.provider_metadata if isinstance(record, ToolArtifact) else record.metadata
+    return SECRETS_KEY in meta
+
+
+_BARE_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=-]{20,}(?![A-Za-z0-9+/=_-])")
+
+
+def credential_shaped(token: str, *, min_runs: float = 0.6) -> bool:
+    """Whether a bare token reads as a random credential: letters of both cases and
+    digits, in short runs (character-class runs per character at least ``min_runs``:
+    random base64 has about 0.67, an identifier such as ``getUserById2FromDatabase``
+    0.5, ``HTTPServerV2ConfigBuilder`` 0.3).  Hexadecimal strings (hashes) are not."""
+    if not (any(c.isupper() for c in token) and any(c.islower() for c in token) and any(c.isdigit() for c in token)):
+        return False
+    if all(c in "0123456789abcdefABCDEF" for c in token):
+        return False
+    runs = 1 + sum(_class(a) != _class(b) for a, b in itertools.pairwise(token))
+    return runs >= min_runs * len(token)
+
+
+def _class(c: str) -> int:
+    return 0 if c.islower() else 1 if c.isupper() else 2 if c.isdigit() else 3
+
+
+def strip_secrets(text: str) -> str:
+    """``text`` without what reads as a secret: the spans :func:`screen_text` finds and
+    bare :func:`credential_shaped` tokens of 20+ base64 characters without ``_`` (record
+    and call ids such as ``toolu_01…`` are kept).  For
+    search and why-not queries: a secret typed into a query is never matched against
+    anything (the ledger indexes only redacted text, and a query's fragments must not
+    confirm a guess either)."""
+    findings = screen_text(text).findings
+    pieces: list[str] = []
+    pos = 0
+    for f in findings:
+        pieces.append(text[pos : f.start])
+        pos = f.end
+    pieces.append(text[pos:])
+    return _BARE_TOKEN.sub(lambda m: "" if credential_shaped(m.group(0)) else m.group(0), " ".join(pieces))
 
 
 def _screen_part(part: Part) -> tuple[Part, Screening | None]:
