@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -17,6 +18,7 @@ from contextledger.cli.main import app as cli
 from contextledger.ledger import Ledger
 from contextledger.server.app import create_app
 from contextledger.server.settings import ServerSettings
+from contextledger.store import schema as S
 
 FILES = [
     "claude-code-viewer-dkimuson/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
@@ -24,7 +26,9 @@ FILES = [
     "aider-chat-history/afi-core.aider.chat.history.md",
     "tau-bench-airline-gpt4o/task017_trial3_idx167.json",
     "swe-agent/ctf__crypto__BabyEncryption.traj",
+    "adp-swe-gym-openhands/Project-MONAI__MONAI-3715_4.json",
 ]
+SENT = {"raw", "memory", "stale_marker", "reference"}
 ROW = re.compile(r'<tr data-decision="([^"]*)" data-reason="([^"]*)">\s*<td><a class="id" href="/records/([^"?]+)\?')
 
 
@@ -54,6 +58,41 @@ def test_page_and_explain_json_agree_on_every_record(tmp_path: Path) -> None:
             # every omission counted in the summary is listed by id on both
             listed = {r: sum(1 for _, d, x in from_cli if d == "omitted" and x == r) for r in ("outside_window", "out_of_lineage")}
             assert listed == {r: expl["summary"].get(r, 0) for r in listed}, asm
+            # every record the request carries has a decision saying it was sent
+            decided = {d["record_id"]: d for d in expl["decisions"]}
+            for ref in expl["selected"]:
+                assert ref in decided and decided[ref]["decision"] in SENT, (asm, ref, decided.get(ref))
+    led.close()
+
+
+def test_why_not_reports_every_sent_memory_as_sent(tmp_path: Path) -> None:
+    """A memory the payload shows by its handle (``[memory m42 …``) is reported sent by
+    ``explain --why-not`` (the trial found m42 of this transcript reported
+    ``outside_window``), and a raw artifact of a unit dropped later is not."""
+    led = Ledger.open(home=tmp_path)
+    conv = led.import_file(real_data_dir() / FILES[-1]).conversation_id
+    res = led.assemble(conv, provider="openai-chat", budget_tokens=4000)
+    text = json.dumps(res.payload)
+    asm = res.record.id
+    mems = [r for r in res.record.selected_refs if r.startswith("mem_")]
+    assert len(mems) >= 10
+    runner = CliRunner()
+    expl = json.loads(runner.invoke(cli, ["--home", str(tmp_path), "explain", asm, "--json"]).stdout)
+    decided = {d["record_id"]: d for d in expl["decisions"]}
+    with led.runtime.store.reader() as conn:
+        seqs = dict(conn.execute(sa.select(S.tool_memories.c.id, S.tool_memories.c.seq).where(S.tool_memories.c.id.in_(mems))).all())
+    for mem in mems:
+        handle = f"m{seqs[mem]}"
+        out = runner.invoke(cli, ["--home", str(tmp_path), "explain", asm, "--why-not", handle, "--json"])
+        assert out.exit_code == 0, out.output
+        hit = next(h for h in json.loads(out.stdout) if h["record_id"] == mem)
+        assert hit["decision"] in SENT and hit["decision"] == decided[mem]["decision"], (handle, hit)
+    assert "[memory m42 " in text
+    m42 = next(m for m in mems if seqs[m] == 42)
+    assert decided[m42]["decision"] == "memory" and decided[m42]["detail"].startswith("shown in the exchange of msg_")
+    # the raw artifacts decided ``raw`` are exactly the ones the request carries
+    raw = {d["record_id"] for d in expl["decisions"] if d["kind"] == "artifact" and d["decision"] == "raw"}
+    assert raw == {r for r in res.record.selected_refs if r.startswith("art_")}
     led.close()
 
 

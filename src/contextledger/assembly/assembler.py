@@ -165,7 +165,7 @@ class Assembler:
         assembled = Assembled(
             boundary=bound, system=system, tools=tools, rule_conflicts=rules.conflicts, selected=selection.chosen + selection.notes,
             rehydrated=rehydrated, payload=out.payload, tokens=out.tokens, replay_tokens=replay_tokens, legacy_count=legacy_count,
-            prefix_hash=stable_prefix_hash(system, tools), timings_ms={"query": round(_ms(t0, t1) - cands.retrieval_ms, 3), "retrieval": round(cands.retrieval_ms, 3), "policy_eval": _ms(t1, t2), "serialization": _ms(t2, t3)},
+            prefix_hash=stable_prefix_hash(system, tools), considered=pieces, timings_ms={"query": round(_ms(t0, t1) - cands.retrieval_ms, 3), "retrieval": round(cands.retrieval_ms, 3), "policy_eval": _ms(t1, t2), "serialization": _ms(t2, t3)},
         )
         record = record_assembly(assembled, cands, ev, policy, self.tok, store=store, keep_trace=req.trace, compare_prefix=req.persist)
         if req.persist:

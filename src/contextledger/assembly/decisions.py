@@ -25,9 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextledger.records.enums import OmissionReason
+from contextledger.records.parts import ToolResultPart
+
+if TYPE_CHECKING:
+    from contextledger.assembly.pieces import Piece
 
 __all__ = [
     "DECISIONS",
@@ -36,7 +40,9 @@ __all__ = [
     "RecordDecision",
     "compact_decisions",
     "expand_compact",
+    "reconcile",
     "reduce_trace",
+    "settle_entries",
 ]
 
 DECISIONS = ("raw", "memory", "stale_marker", "reference", "omitted")
@@ -128,6 +134,11 @@ def _apply(d: RecordDecision, e: dict[str, Any]) -> None:
     """Fold one trace entry ``e`` into ``d`` (see :func:`reduce_trace`)."""
     verdict, reason, shape = str(e.get("decision")), str(e.get("reason")), e.get("shape")
     detail = e.get("detail")
+    if verdict == "settle":  # the request as built decided it (see :func:`settle_entries`)
+        o = e["outcome"]
+        d.decision, d.reason, d.family, d.shape, d.bucket, d.detail = o["decision"], o["reason"], o["family"], o["shape"], o["bucket"], o["detail"]
+        d.notes = list(o["notes"])
+        return
     if verdict == "include":
         if reason == "restored":
             d.decision = SHAPE_DECISION.get(d.shape or "", "memory" if d.kind == "memory" else "raw")
@@ -197,6 +208,119 @@ def reduce_trace(trace: Iterable[dict[str, Any]]) -> list[RecordDecision]:
         if not d.decision:  # only notes: nothing decided its inclusion (never expected)
             d.decision, d.reason = "omitted", d.reason or "not_decided"
     return list(out.values())
+
+
+_SENT = frozenset(("raw", "memory", "stale_marker", "reference"))
+
+
+def _shown(sent: Sequence[Piece]) -> dict[str, RecordDecision]:
+    """``{record id: decision}`` for every memory and artifact the sent pieces carry."""
+    out: dict[str, RecordDecision] = {}
+    for p in sent:
+        head = p.unit.messages[0].id if p.unit is not None else None
+        where = f"shown in the exchange of {head}" if head else ("in the working-set list" if p.working_set else ("an evidence line" if p.line is not None else "in the task state"))
+        shape = p.shape.value
+        for a in p.raw_artifacts:
+            out.setdefault(a, RecordDecision(record_id=a, kind="artifact", decision="raw", reason="selected", shape="raw", bucket=p.bucket, detail=where))
+        refs = [(m, "memory", shape if shape != "raw" else "extract") for m in p.memory_ids]
+        refs += [(r, "memory" if r.startswith("mem_") else "state", "structured") for r in p.extra_refs]
+        for rid, kind, s in refs:
+            out.setdefault(rid, RecordDecision(record_id=rid, kind=kind, decision=SHAPE_DECISION.get(s, "memory"), reason="selected", shape=s, bucket=p.bucket, detail=where))
+        if p.unit is not None:
+            _result_messages(p, out)
+    return out
+
+
+def _result_messages(p: Piece, out: dict[str, RecordDecision]) -> None:
+    """The messages after a sent unit's head (its results): decided with the result they
+    carry — raw when its artifact went raw, else as its memory was shown."""
+    assert p.unit is not None
+    by_call = p.unit.artifacts
+    for m in p.unit.messages[1:]:
+        arts = [by_call[x.call_id] for x in m.parts if isinstance(x, ToolResultPart) and x.call_id in by_call]
+        decision, shape, detail = SHAPE_DECISION.get(p.shape.value, "raw"), p.shape.value, f"a message of the exchange of {p.unit.messages[0].id}"
+        if arts:
+            art = arts[0]
+            mem = p.unit.memories.get(art.id)
+            if art.id in p.raw_artifacts:
+                decision, shape = "raw", "raw"
+            elif mem is not None and mem.id in out:
+                decision, shape = out[mem.id].decision, out[mem.id].shape or shape
+            detail = f"the result message of {art.id} (decided with it)"
+        out.setdefault(m.id, RecordDecision(record_id=m.id, kind="message", decision=decision, reason="selected", shape=shape, bucket=p.bucket, detail=detail))
+
+
+def reconcile(decisions: Sequence[RecordDecision], sent: Sequence[Piece], considered: Sequence[Piece]) -> list[RecordDecision]:
+    """Make the folded decisions agree with the request actually built.
+
+    The trace records a unit's inclusion on its head message only, and a later drop of
+    the unit on its messages; so a memory shown inside a sent exchange (or in the
+    working-set list) had no decision, a memory shown as a ``[superseded by …]`` line
+    kept its ``omit``, and an artifact included raw in a unit dropped later kept
+    ``raw``.  Rules, applied to the memories and artifacts of ``sent`` (the pieces of the
+    request) and ``considered`` (every piece before the budget):
+
+    * a record a sent piece carries gets a sent decision (its own if it has one, else
+      the piece's shape); an omission reason that shaped it (``superseded``, ``stale``)
+      is kept as its reason;
+    * an artifact not carried whose memory is carried is ``memory`` /
+      ``replaced_by_memory``;
+    * any other memory or artifact with a sent decision is ``omitted`` with the reason
+      its unit's head message was dropped for (``budget`` when unknown).
+
+    Returns the decisions in their order, records that had none appended.  Pure.
+    """
+    out = list(decisions)
+    by_id = {d.record_id: d for d in out}
+    shown = _shown(sent)
+    for rid, s in shown.items():
+        d = by_id.get(rid)
+        if d is None:
+            out.append(s)
+            by_id[rid] = s
+        elif d.decision not in _SENT:
+            d.decision, d.shape, d.bucket = s.decision, s.shape, s.bucket
+            if d.reason not in _OMISSION_VALUES or d.reason in ("budget", "outside_window"):
+                d.reason, d.family, d.detail = "selected", "budget", s.detail
+    heads: dict[str, str] = {}
+    memory_of: dict[str, str] = {}
+    for p in considered:
+        if p.unit is not None:
+            for aid, mem in p.unit.memories.items():
+                memory_of[aid] = mem.id
+                heads[aid] = heads[mem.id] = p.unit.messages[0].id
+            for art in p.unit.artifacts.values():
+                heads.setdefault(art.id, p.unit.messages[0].id)
+    for d in out:
+        if d.kind not in ("artifact", "memory") or d.decision not in _SENT or d.record_id in shown:
+            continue
+        mid = memory_of.get(d.record_id)
+        if d.kind == "artifact" and mid is not None and mid in shown:
+            if d.decision == "raw":
+                d.decision, d.shape, d.reason, d.detail = "memory", shown[mid].shape, OmissionReason.REPLACED_BY_MEMORY.value, f"its memory {mid} was sent instead"
+            continue
+        head = by_id.get(heads.get(d.record_id, ""))
+        dropped = head is not None and head.decision == "omitted"
+        d.notes.append(f"was {d.decision}" + (f" ({d.reason})" if d.reason not in ("selected", "") else ""))
+        d.decision, d.shape, d.bucket = "omitted", None, None
+        d.reason = head.reason if dropped and head is not None else OmissionReason.BUDGET.value
+        d.family = head.family if dropped and head is not None else "budget"
+        d.detail = f"its exchange ({head.record_id}) was left out: {head.detail or head.reason}" if dropped and head is not None else "not in the request built"
+    return out
+
+
+def settle_entries(trace: Sequence[dict[str, Any]], sent: Sequence[Piece], considered: Sequence[Piece]) -> list[dict[str, Any]]:
+    """Trace entries (``decision: "settle"``, the final outcome under ``outcome``) for
+    every record :func:`reconcile` changes or adds, so that :func:`reduce_trace` of the
+    trace with them appended equals the reconciled decisions (a kept trace, a
+    recomputation and the stored list then agree)."""
+    before = {d.record_id: d.as_dict() for d in reduce_trace(trace)}
+    out = []
+    for d in reconcile(reduce_trace(trace), sent, considered):
+        now = d.as_dict()
+        if before.get(d.record_id) != now:
+            out.append({"record_id": d.record_id, "record_kind": d.kind, "family": "budget", "decision": "settle", "reason": d.reason, "shape": d.shape, "detail": d.detail, "outcome": now})
+    return out
 
 
 _COMPACT_FIELDS = ("record_id", "kind", "decision", "reason", "family", "shape", "bucket", "detail", "notes")

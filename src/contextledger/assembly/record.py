@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from contextledger.assembly.decisions import compact_decisions, reduce_trace
+from contextledger.assembly.decisions import compact_decisions, reduce_trace, settle_entries
 from contextledger.assembly.pieces import Piece
 from contextledger.ids import new_id
 from contextledger.providers.base import NeutralRequest, ToolSchema
@@ -104,6 +104,7 @@ class Assembled:
         payload / tokens: the serialized request and its exact count.
         replay_tokens / legacy_count: the naive replay's tokens and message count.
         prefix_hash: :func:`~contextledger.assembly.serialize.stable_prefix_hash`.
+        considered: every piece before the budget (to tell what a dropped unit held).
         timings_ms: ``query`` (candidate collection but the routes), ``retrieval``
             (the retrieval router's routes), ``policy_eval`` and ``serialization``
             milliseconds (disjoint: their sum is the assembly's time).
@@ -121,6 +122,7 @@ class Assembled:
     legacy_count: int
     prefix_hash: str
     timings_ms: dict[str, float]
+    considered: list[Piece] = field(default_factory=list)
 
 
 def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Policy, tok: Tokenizer, *, store: SqlStore, keep_trace: bool, compare_prefix: bool) -> ContextAssembly:
@@ -133,6 +135,9 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
     prev = store.latest_assembly(b.scope, b.conversation_id, b.branch_id, viewer_id) if compare_prefix else None
     prefix_change = None
     refs = _selected_refs(a.selected)
+    summary = ev.decision_counts()
+    # the trace then folds to the decisions of the request as built (kept trace = stored list)
+    ev.decisions.extend(settle_entries(ev.decisions, a.selected, a.considered))
     if prev is not None and prev.stable_prefix_hash != a.prefix_hash:
         prefix_change = _prefix_change(store, b, prev, a.system)
     return ContextAssembly(
@@ -160,7 +165,7 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
         omitted=dict(sorted(omitted.items())),
         branch_excluded=outside,
         buckets=_bucket_report(policy, tok, b.budget, a.system, a.tools, a.selected),
-        decisions_summary=ev.decision_counts(),
+        decisions_summary=summary,
         stable_prefix_hash=a.prefix_hash,
         prefix_change=prefix_change,
         rule_conflicts=a.rule_conflicts,

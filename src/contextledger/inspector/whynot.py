@@ -172,6 +172,7 @@ def why_not(source: HasRuntime, scope: Scope, assembly_id: str, query: str, *, l
     ds = decisions or assembly_decisions(source, scope, assembly_id)
     segments = store.lineage(scope, ds.assembly.branch_id)
     known = ds.by_id()
+    sent = set(ds.assembly.selected_refs)
     needle = q.lower()
     handle = parse_handle(q)
     hits: list[WhyNotHit] = []
@@ -183,6 +184,9 @@ def why_not(source: HasRuntime, scope: Scope, assembly_id: str, query: str, *, l
         d = known.get(rec.id)
         if d is not None:
             decision, reason, detail, family, shape, bucket = d.decision, d.reason, d.detail, d.family, d.shape, d.bucket
+        elif rec.id in sent:  # an assembly stored before every sent record had a decision
+            decision, reason, family, shape, bucket = ("memory" if kind == "memory" else "raw"), "selected", "budget", None, None
+            detail = "in the request's selected records (no per-record decision was stored for it)"
         elif not lineage:
             decision, reason, detail, family, shape, bucket = "omitted", OmissionReason.OUT_OF_LINEAGE.value, f"on branch {rec.branch_id}, outside the request's lineage", "visibility", None, None
         elif ds.source == "summary_only":
