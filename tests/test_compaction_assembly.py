@@ -4,6 +4,7 @@ stay verbatim beside it and compacted records stay rehydratable (seed 001 §6 pr
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,3 +51,29 @@ def test_compaction_replaces_covered_history_and_keeps_constraints(tmp_path: Pat
     # compacted records remain rehydratable
     art = led.store.artifacts(led.scope(), cid, call_ids=["c0"])[0]
     assert led.rehydrate(art.id).decode().startswith("src/part0/a.ts:0: redirect(OLD-DETAIL-0)")
+
+
+RECORD_ID = re.compile(r"\b(?:msg|mem|art|call)_[0-9A-HJKMNP-TV-Z]{26}\b")
+
+
+def test_a_compaction_in_the_payload_names_records_by_handle(tmp_path: Path) -> None:
+    """README: a payload never quotes a random record id — nor does the handoff summary
+    of a compaction (the trial found 13 ``[msg_…]`` / ``[mem_…, art_…]`` ids after
+    ``compact``); its references are ``m12`` / ``a12`` / ``message 12``, and two ledgers
+    give the same summary text."""
+    texts = []
+    for home in (tmp_path / "one", tmp_path / "two"):
+        led = Ledger.open(home=home)
+        cid = build(led)
+        c = compact(led, led.scope(), cid, keep_recent_units=3, now=NOW)
+        after = led.assemble(cid, provider="openai-chat", budget_tokens=8000, now=NOW)
+        body = json.dumps(after.payload)
+        assert RECORD_ID.findall(body) == []
+        summary = next(m["content"] for m in after.payload["messages"] if "handoff summary" in str(m["content"]))
+        seqs = {a.id: a.seq for a in led.store.artifacts(led.scope(), cid, call_ids=["c0", "c1"])}
+        assert all(f"a{s}" in summary and f"m{s}" in summary for s in seqs.values()), summary
+        assert re.search(r"\[message \d+\]", summary), summary
+        assert RECORD_ID.findall(c.message.parts[0].text) == []  # type: ignore[union-attr]
+        texts.append(summary)
+        led.close()
+    assert texts[0] == texts[1]

@@ -2,7 +2,7 @@
 
 DESIGN.md "Compaction", seed 001 §4.6, §6 problem 5 and §10.  The compaction is an
 *additional* node of the lineage: nothing is deleted or rewritten, every covered message,
-call, artifact and memory stays in the store and can still be rehydrated by id
+call, artifact and memory stays in the store and can still be rehydrated by id or by the handle the summary names it with
 (:meth:`contextledger.ledger.Ledger.rehydrate`).  The assembler places the compaction's
 text in place of the covered units and keeps the raw recent tail beside it.
 
@@ -16,12 +16,20 @@ Example::
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from contextledger.compaction.build import HandoffPlan, build_handoff, latest_compaction
+import sqlalchemy as sa
+
+from contextledger.compaction.build import (
+    HandoffPlan,
+    build_handoff,
+    latest_compaction,
+    source_refs,
+)
 from contextledger.compaction.handoff import (
     HANDOFF_FORMAT,
     HANDOFF_SECTIONS,
@@ -36,6 +44,7 @@ from contextledger.policy.rules import Rule
 from contextledger.records.enums import AuthorityLevel, MessageKind, Role, Visibility
 from contextledger.records.models import Message
 from contextledger.records.parts import TextPart
+from contextledger.store import schema as S
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
@@ -168,9 +177,34 @@ def add_prose(document: Mapping[str, Any], summarizer: HandoffSummarizer) -> dic
     return out
 
 
+_RECORD_ID = re.compile(r"\b(?:msg|mem|art)_[0-9A-HJKMNP-TV-Z]{26}\b")
+"""A message, memory or artifact id (ULID body) inside rendered text."""
+
+
+def cited_handles(store: SqlStore, scope: Scope, conversation_id: str, doc: Mapping[str, Any]) -> dict[str, str]:
+    """``{record id: handle}`` for every message, memory and artifact ``doc`` cites
+    (:func:`~contextledger.compaction.build.source_refs`, the messages its hard
+    constraints come from, and any id its rendered text quotes, e.g. in a staleness note): ``message 12``, ``m12``, ``a12`` — a payload never quotes a
+    random record id (:mod:`contextledger.handles`)."""
+    ids = set(source_refs(doc)) | set(_RECORD_ID.findall(render_handoff(doc)))
+    constraints = doc.get("hard_constraints")
+    if isinstance(constraints, list):
+        ids.update(str(c["source"]) for c in constraints if isinstance(c, Mapping) and c.get("source"))
+    out: dict[str, str] = {}
+    tables = ((S.messages, "message "), (S.tool_memories, "m"), (S.tool_artifacts, "a"))
+    with store.reader() as conn:
+        for t, prefix in tables:
+            wanted = sorted(i for i in ids if i.startswith({"message ": "msg_", "m": "mem_", "a": "art_"}[prefix]))
+            if wanted:
+                stmt = sa.select(t.c.id, t.c.seq).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id, t.c.id.in_(wanted))
+                out.update({str(r.id): f"{prefix}{int(r.seq)}" for r in conn.execute(stmt)})
+    return out
+
+
 def _write(store: SqlStore, scope: Scope, plan: HandoffPlan, doc: dict[str, Any], now: datetime) -> Message:
     snap = plan.snapshot
-    text = render_handoff(doc)
+    handles = cited_handles(store, scope, snap.conversation.id, doc)
+    text = _RECORD_ID.sub(lambda m: handles.get(m[0], m[0]), render_handoff(doc, handles))
     parts = (TextPart(text=text),)
     metadata: dict[str, Any] = {
         "handoff_format": HANDOFF_FORMAT,

@@ -184,7 +184,15 @@ def validate_handoff(doc: Mapping[str, Any]) -> None:
 _SKIP_FIELDS = frozenset({"text", "fact", "path", "seq"})
 
 
-def _refs(entry: Mapping[str, Any]) -> str:
+_HANDLES: dict[str, str] = {}
+
+
+def _h(ref: Any, handles: Mapping[str, str]) -> str:
+    """``ref`` as the payload names it: its handle when ``handles`` has one."""
+    return handles.get(str(ref), str(ref))
+
+
+def _refs(entry: Mapping[str, Any], handles: Mapping[str, str] = _HANDLES) -> str:
     ids: list[str] = []
     for key in ("memory_id", "artifact_id", "message_id"):
         v = entry.get(key)
@@ -194,37 +202,37 @@ def _refs(entry: Mapping[str, Any]) -> str:
         v = entry.get(key)
         if isinstance(v, list):
             ids.extend(str(x) for x in v)
-    unique = list(dict.fromkeys(ids))
+    unique = list(dict.fromkeys(_h(i, handles) for i in ids))
     return f" [{', '.join(unique)}]" if unique else ""
 
 
-def _render_entry(section: str, entry: Mapping[str, Any]) -> str:
+def _render_entry(section: str, entry: Mapping[str, Any], handles: Mapping[str, str] = _HANDLES) -> str:
     if section == "hard_constraints":
-        return f"- {entry['text']} (source: {entry.get('source') or entry.get('rule_id')})"
+        return f"- {entry['text']} (source: {_h(entry.get('source') or entry.get('rule_id'), handles)})"
     if section == "verified_facts":
-        return f"- {entry['fact']} [{', '.join(str(r) for r in entry['source_refs'])}]"
+        return f"- {entry['fact']} [{', '.join(dict.fromkeys(_h(r, handles) for r in entry['source_refs']))}]"
     if section == "files_read":
-        return f"- {entry['path']} — {entry['staleness']}; {entry.get('read', '')}{_refs(entry)}"
+        return f"- {entry['path']} — {entry['staleness']}; {entry.get('read', '')}{_refs(entry, handles)}"
     if section == "files_modified":
         reason = entry.get("reason") or NONE_RECORDED
-        return f"- {entry['path']} — {entry['change']}; reason: {reason}{_refs(entry)}"
+        return f"- {entry['path']} — {entry['change']}; reason: {reason}{_refs(entry, handles)}"
     if section == "failed_attempts":
-        return f"- {entry.get('tool', '?')} {entry.get('attempt', '')} → {entry.get('status', 'failed')}: {entry['error']}{_refs(entry)}"
+        return f"- {entry.get('tool', '?')} {entry.get('attempt', '')} → {entry.get('status', 'failed')}: {entry['error']}{_refs(entry, handles)}"
     body = "; ".join(f"{k}: {v}" for k, v in entry.items() if k not in _SKIP_FIELDS)
     return f"- {body}"
 
 
-def _render_mapping(section: str, value: Mapping[str, Any]) -> list[str]:
+def _render_mapping(section: str, value: Mapping[str, Any], handles: Mapping[str, str] = _HANDLES) -> list[str]:
     lines: list[str] = []
     if section == "user_goal":
         lines.append(str(value.get("text", NONE_RECORDED)))
         later = value.get("later_requests")
         if isinstance(later, list) and later:
             lines.append("Later requests:")
-            lines.extend(f"- {r.get('text')} [{r.get('message_id')}]" for r in later if isinstance(r, Mapping))
+            lines.extend(f"- {r.get('text')} [{_h(r.get('message_id'), handles)}]" for r in later if isinstance(r, Mapping))
         return lines
     if section == "next_step":
-        return [f"{value.get('text', NONE_RECORDED)}{_refs(value)}"]
+        return [f"{value.get('text', NONE_RECORDED)}{_refs(value, handles)}"]
     for key, item in value.items():
         if key in ("memory_id", "artifact_id", "message_id", "seq"):
             continue
@@ -234,7 +242,7 @@ def _render_mapping(section: str, value: Mapping[str, Any]) -> list[str]:
                 lines.append(f"  - {_flat(sub)}")
         else:
             lines.append(f"{key}: {_flat(item)}")
-    refs = _refs(value)
+    refs = _refs(value, handles)
     if refs:
         lines.append(f"sources:{refs}")
     return lines
@@ -248,22 +256,26 @@ def _flat(value: Any) -> str:
     return str(value)
 
 
-def render_handoff(doc: Mapping[str, Any]) -> str:
+def render_handoff(doc: Mapping[str, Any], handles: Mapping[str, str] | None = None) -> str:
     """The text a model sees for a handoff document.
+
+    ``handles`` maps a cited record id to what the text names it by (``m12``, ``a12``,
+    ``message 12``: :mod:`contextledger.handles`); ids without one are quoted as they are.
 
     Layout: a header naming the covered sequence range and that every covered record
     stays rehydratable, then one ``<Title>:`` block per section in template order
-    (entries as ``- …`` lines with their record ids in brackets, :data:`NONE_RECORDED`
+    (entries as ``- …`` lines with their record handles or ids in brackets, :data:`NONE_RECORDED`
     for empty sections), then ``Notes (model-written, unverified):`` when ``prose`` is set.
 
     Raises:
         HandoffError: ``doc`` is not a valid handoff (see :func:`validate_handoff`).
     """
     validate_handoff(doc)
+    handles = handles or _HANDLES
     rng = doc["source_range"]
     out = [
         f"[contextledger handoff summary of seq {rng['from_seq']}-{rng['to_seq']}; "
-        "every covered record remains in the ledger and can be rehydrated by id]"
+        "every covered record remains in the ledger and can be rehydrated by its handle]"
     ]
     omitted = doc.get("omitted") or {}
     for name in HANDOFF_SECTIONS:
@@ -273,9 +285,9 @@ def render_handoff(doc: Mapping[str, Any]) -> str:
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, list):
-            out.extend(_render_entry(name, e) for e in value)
+            out.extend(_render_entry(name, e, handles) for e in value)
         else:
-            out.extend(_render_mapping(name, value))
+            out.extend(_render_mapping(name, value, handles))
         if isinstance(omitted, Mapping) and omitted.get(name):
             out.append(f"(+{omitted[name]} older entries kept in the ledger)")
     prose = doc.get("prose")
