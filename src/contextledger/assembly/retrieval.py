@@ -172,17 +172,21 @@ class RetrievalRouter:
             segments=list(segments), encoder=self.encoder(), kinds=frozenset({"memory"}),
         )
         result, fused = route_and_fuse(ctx, q, self.routes)
+        # the fused memories (at most one list per route) read once: equal fused scores
+        # go by transcript order (older first), never by the random id, so a re-import
+        # of the same transcript ranks the same
+        hits = [f for f in fused if f[0] == "memory"]
+        bodies = {m.id: m for m in reads.memories_by_id([f[1] for f in hits])} if hits else {}
+        hits = sorted((f for f in hits if f[1] in bodies), key=lambda f: (-f[2], -len(f[3]), bodies[f[1]].seq, f[1]))
         ranked, new = [], 0
-        for f in fused:
-            if f[0] != "memory" or (f[1] not in have and new >= self.limit):
+        for f in hits:
+            if f[1] not in have and new >= self.limit:
                 continue
             new += f[1] not in have
             ranked.append(f)
             if len(ranked) >= 2 * self.limit:
                 break
-        want = [f[1] for f in ranked if f[1] not in have]
-        found = {m.id: m for m in reads.memories_by_id(want)} if want else {}
-        ranked = [f for f in ranked if f[1] in have or f[1] in found]
+        found = {f[1]: bodies[f[1]] for f in ranked if f[1] not in have}
         report = {
             "query": described,
             "rrf_k": result.rrf_k,
