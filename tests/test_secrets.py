@@ -92,6 +92,38 @@ def test_each_kind_is_found(text: str, kind: str) -> None:
     assert kind in _types(text), find_secrets(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # RFC 3986 userinfo: a password with sub-delimiters, an empty user, an "@" inside
+        ("DATABASE_URL=postgres://admin:Zq81xLk29mVv!@db.internal:5432/prod", "Zq81xLk29mVv!"),
+        ("postgres://admin:p4ss!word@db.internal/prod", "p4ss!word"),
+        ('"url": "mysql://root:r00t&pw*(x)@localhost:3306/db"', "r00t&pw*(x)"),
+        ("redis://:onlypass123@cache:6379/0", "onlypass123"),
+        ("amqp://svc:p@ss;w=rd@mq.internal/vhost", "p@ss;w=rd"),
+        # an AWS secret key under its own name, whatever words its letters spell
+        ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+        ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9q", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9q"),
+    ],
+)
+def test_url_passwords_and_aws_example_keys_are_redacted(text: str, secret: str) -> None:
+    s = screen_text(text)
+    assert secret not in s.text and [text[f.start : f.end] for f in s.findings] == [secret], s.findings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "redis://:${REDIS_PASSWORD}@cache:6379",
+        "http://localhost:8080/path@foo and jdbc:mysql://host:3306?user=x@y",
+        "AWS_SECRET_ACCESS_KEY=your-aws-secret-access-key-goes-here-1234",
+        "AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY}",
+    ],
+)
+def test_url_and_aws_look_alikes_are_not_flagged(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_a_private_key_block_is_redacted_whole() -> None:
     s = screen_text(f"before\n{PEM}\nafter")
     assert "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun" not in s.text

@@ -100,3 +100,26 @@ def test_strip_secrets_keeps_ids_words_and_hashes() -> None:
     kept = "toolu_01DLmMyr3AnW34gp2p8Cw9Bm getUserById2FromDatabase 35520f64cf0a777c3ff6ce06679c3cb39f03dd3f src/app/main.py"
     assert strip_secrets(kept) == kept
     assert credential_shaped(AWS_SECRET) and not credential_shaped("HTTPServerV2ConfigurationBuilder")
+
+
+ENV_MISSED = (
+    "# production env\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9q\n"
+    "DATABASE_URL=postgres://admin:S3cr3tPassw0rd!@db.internal:5432/prod\nDEBUG=true\n"
+)
+
+
+def test_imported_env_with_url_password_and_example_key_never_sent(ledger: Ledger, tmp_path: Path) -> None:
+    path = tmp_path / "env.json"
+    path.write_text(json.dumps([
+        {"role": "user", "content": "Check the env config."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \".env\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": ENV_MISSED},
+        {"role": "user", "content": "ok now deploy"},
+    ]), encoding="utf-8")
+    imp = ledger.import_file(path)
+    for provider in ("openai-chat", "anthropic", "openai-responses"):
+        for budget in (300, 4000):
+            sent = json.dumps(ledger.assemble(imp.conversation_id, provider=provider, budget_tokens=budget).payload, ensure_ascii=False)
+            assert "EXAMPLEKEY" not in sent and "S3cr3tPassw0rd" not in sent, (provider, budget)
+    sent = json.dumps(ledger.assemble(imp.conversation_id, provider="openai-chat", budget_tokens=4000).payload, ensure_ascii=False)
+    assert "postgres://admin:[secret: Basic Auth Credentials · sha256:" in sent and "AWS_SECRET_ACCESS_KEY=[secret: AWS secret access key · sha256:" in sent

@@ -103,9 +103,13 @@ _EXTRA_PATTERNS: tuple[tuple[str, str], ...] = (
     ("OpenAI Token", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"),
     ("GitHub Token", r"github_pat_[A-Za-z0-9_]{60,}"),
     ("Google API Key", r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
+    # RFC 3986 userinfo ``scheme://user:password@host``: the password is everything up to
+    # the last "@" before the host, sub-delimiters (! $ & ' ( ) * + , ; =) included —
+    # detect-secrets' own pattern stops at them and missed ``admin:p4ss!word@db``
+    ("Basic Auth Credentials", r"://[^\s/?#@:]*:(?P<value>[^\s/?#]+)@(?=[^\s/?#@]*(?:[/?#\s\"'`]|$))"),
 )
 """``(type, pattern)``; each pattern starts with a literal, which is all a search costs on
-a text without it."""
+a text without it.  A pattern with a ``value`` group names the secret in its match."""
 _NOT_SECRETS = frozenset({"Public IP (ipv4)", "Secret Keyword", "Base64 High Entropy String", "Hex High Entropy String"})
 """detect-secrets types run by other rules (keyword, key=value entropy) or not secrets at
 all (a public IP address is not a credential)."""
@@ -139,7 +143,7 @@ _GATES: dict[str, _Gate] = {
     "AWS Access Key": _Gate(exact=("A3T", "ABIA", "ACCA", "AKIA", "ASIA"), folded=("aws",)),
     "Artifactory Credentials": _Gate(exact=("AKC",), pattern=re.compile(r"AP[\dA-F]")),
     "Azure Storage Account access key": _Gate(exact=("AccountKey=",)),
-    "Basic Auth Credentials": _Gate(pattern=re.compile(r"://[^\s:/?#@]+:[^\s/?#@]+@")),
+    "Basic Auth Credentials": _Gate(pattern=re.compile(r"://[^\s:/?#@]*:[^\s/?#]+@")),
     "Discord Bot Token": _Gate(pattern=re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),
     "GitHub Token": _Gate(exact=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
     "GitLab Token": _Gate(exact=("GR1348941",), pattern=re.compile(r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-")),
@@ -229,8 +233,10 @@ def _detectors() -> tuple[_Detector, ...]:
 
 
 def _matches(regex: re.Pattern[str]) -> Values:
+    group = "value" if "value" in regex.groupindex else 0
+
     def values(text: str) -> Iterator[str]:
-        return (m.group(0) for m in regex.finditer(text))
+        return (m.group(group) for m in regex.finditer(text))
 
     return values
 
@@ -377,11 +383,22 @@ def _keyword_values(window: str) -> Iterator[tuple[str, str]]:
                 yield "Secret Keyword", v
 
 
+_AWS_SECRET_VALUE = re.compile(r"(?=.*[0-9])(?=.*[a-z])(?=.*[A-Z])[A-Za-z0-9/+=]{40,64}")
+"""An AWS secret access key's shape (40 base64 characters, mixed case and digits): under an
+``aws…secret`` key it is a secret whatever words it spells (the documentation's
+``…EXAMPLEKEY`` included — a real key can contain any letters)."""
+
+
 def _assignment_values(window: str) -> Iterator[tuple[str, str]]:
     for m in _ASSIGNMENT.finditer(window):
         key, value = m.group("key"), m.group("value")
-        if _SECRET_KEY.search(key) and _random_looking(value) and not _CHOSEN_PLACEHOLDER.search(value) and not _filtered(value, _line_of(window, m.start("value"))):
-            yield ("AWS secret access key" if _AWS_SECRET_KEY.search(key) else "High Entropy Secret"), value
+        if not _SECRET_KEY.search(key) or _filtered(value, _line_of(window, m.start("value"))):
+            continue
+        aws = _AWS_SECRET_KEY.search(key) is not None
+        if aws and _AWS_SECRET_VALUE.fullmatch(value):
+            yield "AWS secret access key", value
+        elif _random_looking(value) and not _CHOSEN_PLACEHOLDER.search(value):
+            yield ("AWS secret access key" if aws else "High Entropy Secret"), value
 
 
 def _occurrences(text: str, value: str, start: int = 0, end: int | None = None) -> Iterator[int]:
