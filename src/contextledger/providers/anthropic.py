@@ -49,12 +49,11 @@ before serializing (signed thinking blocks cannot be reproduced faithfully after
 from __future__ import annotations
 
 import base64
-import copy
 from typing import Any
 
 from contextledger.errors import ProviderSerializationError
 from contextledger.limits import loads_json
-from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
+from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage, clean_schema
 from contextledger.providers.openai_chat import (
     IMAGE_MEDIA_TYPES,
     BlobResolver,
@@ -250,5 +249,5 @@ def _tool(tool: ToolSchema) -> dict[str, Any]:
     out: dict[str, Any] = {"name": tool.name}
     if tool.description:
         out["description"] = tool.description
-    out["input_schema"] = copy.deepcopy(tool.parameters)
+    out["input_schema"] = clean_schema(tool.parameters)
     return out

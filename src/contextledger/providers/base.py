@@ -14,12 +14,13 @@ A :class:`NeutralRequest` is what one model call will see, before wire formattin
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from contextledger.records.parts import Part
 
-__all__ = ["NeutralRequest", "ToolSchema", "WireMessage"]
+__all__ = ["NeutralRequest", "ToolSchema", "WireMessage", "clean_schema", "schema_null_problems"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,3 +57,60 @@ class NeutralRequest:
     system: tuple[str, ...] = ()
     messages: tuple[WireMessage, ...] = ()
     tools: tuple[ToolSchema, ...] = ()
+
+
+_DATA_KEYWORDS = frozenset({"default", "const", "enum", "examples", "example"})
+"""Keywords whose value is data, not a schema (never cleaned inside)."""
+_NULLABLE_DATA = frozenset({"default", "const"})
+"""Data keywords for which ``null`` is a meaningful value."""
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+"""Keywords whose value maps names to schemas."""
+
+
+def clean_schema(schema: Any) -> Any:
+    """A deep copy of a JSON Schema fit to send to a provider: a keyword whose value is
+    ``null`` is dropped (``"enum": null``, ``"description": null``; ``default`` and
+    ``const`` keep a ``null`` value), and a ``null`` entry of a name → schema map
+    (``properties``, ``$defs`` …) becomes ``{}`` (any value).  Transcripts exported
+    through tabular formats carry such nulls (every optional column of a unified schema);
+    Anthropic and OpenAI reject them.  Non-dict input is returned copied as it is."""
+    if isinstance(schema, list):
+        return [clean_schema(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if value is None and key not in _NULLABLE_DATA:
+            continue
+        if key in _DATA_KEYWORDS:
+            out[key] = copy.deepcopy(value)
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: {} if sub is None else clean_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = clean_schema(value)
+    return out
+
+
+def schema_null_problems(schema: Any, path: str = "") -> list[str]:
+    """Where a JSON Schema holds a ``null`` the providers reject: ``"<path>.<keyword>:
+    null is not a valid value of 'enum'"`` or ``"<path>.properties.<name>: null is not a
+    JSON schema"`` (``default`` / ``const`` may be ``null``).  ``[]`` when clean."""
+    out: list[str] = []
+    if isinstance(schema, list):
+        for i, x in enumerate(schema):
+            out.extend(schema_null_problems(x, f"{path}[{i}]"))
+        return out
+    if not isinstance(schema, dict):
+        return out
+    for key, value in schema.items():
+        if value is None and key not in _NULLABLE_DATA:
+            out.append(f"{path}.{key}: null is not a valid value of {key!r}")
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            for name, sub in value.items():
+                if sub is None:
+                    out.append(f"{path}.{key}.{name}: null is not a JSON schema")
+                else:
+                    out.extend(schema_null_problems(sub, f"{path}.{key}.{name}"))
+        elif key not in _DATA_KEYWORDS:
+            out.extend(schema_null_problems(value, f"{path}.{key}"))
+    return out

@@ -41,7 +41,6 @@ before serializing.
 from __future__ import annotations
 
 import base64
-import copy
 import dataclasses
 import functools
 import hashlib
@@ -51,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextledger.errors import ProviderSerializationError
-from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
+from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage, clean_schema
 from contextledger.records.parts import (
     BinaryPart,
     ImagePart,
@@ -521,5 +520,5 @@ def _tool(tool: ToolSchema) -> dict[str, Any]:
     function: dict[str, Any] = {"name": tool.name}
     if tool.description:
         function["description"] = tool.description
-    function["parameters"] = copy.deepcopy(tool.parameters)
+    function["parameters"] = clean_schema(tool.parameters)
     return {"type": "function", "function": function}

@@ -60,11 +60,10 @@ accept and images whose bytes are missing become the placeholder text of
 from __future__ import annotations
 
 import base64
-import copy
 from typing import Any
 
 from contextledger.errors import ProviderSerializationError
-from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
+from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage, clean_schema
 from contextledger.providers.openai_chat import (
     IMAGE_MEDIA_TYPES,
     TOOL_ERROR_MARK,
@@ -231,6 +230,6 @@ def _tool(tool: ToolSchema) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "function", "name": tool.name}
     if tool.description:
         out["description"] = tool.description
-    out["parameters"] = copy.deepcopy(tool.parameters)
+    out["parameters"] = clean_schema(tool.parameters)
     out["strict"] = False
     return out

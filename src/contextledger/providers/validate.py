@@ -39,12 +39,16 @@ Anthropic Messages (API reference, "tool use" guide):
 * ``tools`` entries have a valid unique ``name`` and an ``input_schema`` object of
   ``"type": "object"`` (entries with a non-``custom`` ``type`` are server tools; only their
   name is checked).
+* no tool schema holds a ``null`` keyword value or a ``null`` property schema (both APIs
+  reject them; :func:`~contextledger.providers.base.schema_null_problems`).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from contextledger.providers.base import schema_null_problems
 
 __all__ = ["validate_anthropic", "validate_openai_chat"]
 
@@ -136,6 +140,8 @@ def _openai_tools(payload: dict[str, Any], problems: list[str]) -> set[str] | No
             problems.append(f"tools[{k}].function.description: must be a string")
         if "parameters" in function and not isinstance(function["parameters"], dict):
             problems.append(f"tools[{k}].function.parameters: must be a JSON schema object")
+        elif "parameters" in function:
+            problems.extend(f"tools[{k}].function.parameters{p}" for p in schema_null_problems(function["parameters"]))
     return names
 
 
@@ -331,6 +337,7 @@ def _anthropic_tools(payload: dict[str, Any], problems: list[str]) -> set[str]:
             problems.append(
                 f"tools[{k}].input_schema: must be a JSON schema object of type 'object'"
             )
+        problems.extend(f"tools[{k}].input_schema{p}" for p in schema_null_problems(schema))
         if "description" in tool and not isinstance(tool["description"], str):
             problems.append(f"tools[{k}].description: must be a string")
     return names

@@ -35,7 +35,8 @@ and the errors the API returns for them):
   an item the model produced — an assistant message or a tool call ("Item 'rs_…' of type
   'reasoning' was provided without its required following item").
 * ``tools``, when present, is a non-empty list; a ``function`` tool has a valid name,
-  unique among the function tools, ``parameters`` that is a JSON schema of
+  unique among the function tools (no ``null`` keyword value or property schema),
+  ``parameters`` that is a JSON schema of
   ``"type": "object"`` (or ``null``), and ``strict`` that is a boolean or ``null``; with
   ``strict: true`` every object schema in ``parameters`` must set
   ``"additionalProperties": false`` and list every property in ``required`` (strict mode
@@ -46,6 +47,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from contextledger.providers.base import schema_null_problems
 
 __all__ = ["ITEM_TYPES", "MODEL_ITEM_TYPES", "validate_openai_responses"]
 
@@ -259,6 +262,7 @@ def _tools(payload: dict[str, Any], problems: list[str]) -> set[str] | None:
         params = tool.get("parameters")
         if params is not None and (not isinstance(params, dict) or params.get("type") != "object"):
             problems.append(f"{at}.parameters: must be a JSON schema object of type 'object'")
+        problems.extend(f"{at}.parameters{p}" for p in schema_null_problems(params))
         strict = tool.get("strict")
         if strict is not None and not isinstance(strict, bool):
             problems.append(f"{at}.strict: must be a boolean")
