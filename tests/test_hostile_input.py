@@ -163,3 +163,49 @@ def test_text_longer_than_a_bounded_column_is_one_input_error_on_both_backends(l
     assert [m.role.value for m in ledger.store.messages(ledger.scope(), conv.id)] == ["user"]
     rec.record_assistant(conv.id, text="calling", tool_calls=[{"call_id": "c" * 128, "tool_name": "T" * 200, "arguments": {}}])
     assert len(ledger.store.messages(ledger.scope(), conv.id)) == 2
+
+
+def test_a_stream_is_read_only_up_to_the_transcript_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """/dev/zero, a FIFO or a process substitution has no size to check first: reading
+    stops one byte past the limit with the same one-line error (exit 2), memory bounded."""
+    import os
+    import threading
+
+    from typer.testing import CliRunner
+
+    import contextledger.limits as limits
+    from contextledger.cli.main import app
+
+    monkeypatch.setattr(limits, "MAX_TRANSCRIPT_BYTES", 1 << 20)
+    runner = CliRunner()
+    res = runner.invoke(app, ["--home", str(tmp_path / "h"), "import", "/dev/zero"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip().splitlines() == ["error: /dev/zero: file is more than 1,048,576 bytes, above the 1,048,576-byte limit of one transcript"]
+    fifo = tmp_path / "t.fifo"
+    os.mkfifo(fifo)
+    written: list[int] = []
+
+    def writer() -> None:
+        with fifo.open("wb") as fh:
+            try:
+                for _ in range(64):  # 4 MiB offered, far beyond the limit
+                    fh.write(b"x" * 65536)
+                    written.append(1)
+            except BrokenPipeError:
+                pass
+
+    t = threading.Thread(target=writer)
+    t.start()
+    res = runner.invoke(app, ["--home", str(tmp_path / "h"), "import", str(fifo)])
+    t.join(10)
+    assert res.exit_code == 2 and "above the 1,048,576-byte limit of one transcript" in res.stderr
+    assert len(written) < 64  # the reader stopped; the writer's pipe was closed early
+    # a stream within the limit imports like a file
+    good = _chat(tmp_path / "ok.json", "{}")
+    fifo2 = tmp_path / "ok.fifo"
+    os.mkfifo(fifo2)
+    t = threading.Thread(target=lambda: fifo2.write_bytes(good.read_bytes()))
+    t.start()
+    res = runner.invoke(app, ["--home", str(tmp_path / "h"), "import", str(fifo2)])
+    t.join(10)
+    assert res.exit_code == 0, res.output

@@ -22,7 +22,9 @@ limit                     value           what happens above it
                                           one line naming file and line; tool-call
                                           arguments or a JSON-looking result: treated as
                                           opaque text (kept exact, never parsed)
-``MAX_TRANSCRIPT_BYTES``  1 GiB           import refused before the file is read
+``MAX_TRANSCRIPT_BYTES``  1 GiB           import refused before a regular file is read;
+                                          a device, FIFO or stream is read up to one
+                                          byte more, then refused the same way
 ``MAX_PAYLOAD_BYTES``     256 MiB         one recorded tool result or message text:
                                           :class:`~contextledger.errors.InputError`
 ========================  ==============  ==============================================

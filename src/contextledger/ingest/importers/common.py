@@ -15,6 +15,7 @@ import hashlib
 import json
 import mimetypes
 import re
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -77,22 +78,41 @@ def fail(path: Path | str, location: str | None, reason: str) -> NoReturn:
     raise ImportFormatError(str(path), location, reason)
 
 
+_READ_CHUNK = 1 << 20
+
+
 def read_source(path: Path) -> Source:
-    """Read and decode ``path``.
+    """Read and decode ``path`` — a regular file, or a device, FIFO or process
+    substitution (``<(…)``) read as a stream.
 
     Raises:
         ImportFormatError: the file cannot be read (location ``None``), is empty or holds
             only whitespace (``"file is empty"``), contains a NUL byte (location
             ``"byte N"``, reason ``"binary file: NUL byte"``) or is not UTF-8 (location
             ``"byte N"`` of the first bad byte), or is larger than
-            :data:`~contextledger.limits.MAX_TRANSCRIPT_BYTES` (checked before reading).
+            :data:`~contextledger.limits.MAX_TRANSCRIPT_BYTES` (a regular file checked
+            before reading, any other stopped once it has given one byte more: memory
+            never grows past the limit).
     """
     from contextledger.limits import MAX_TRANSCRIPT_BYTES
 
+    limit = MAX_TRANSCRIPT_BYTES
     try:
-        if path.stat().st_size > MAX_TRANSCRIPT_BYTES:
-            fail(path, None, f"file is {path.stat().st_size:,} bytes, above the {MAX_TRANSCRIPT_BYTES:,}-byte limit of one transcript")
-        data = path.read_bytes()
+        st = path.stat()
+        if st.st_size > limit:
+            fail(path, None, f"file is {st.st_size:,} bytes, above the {limit:,}-byte limit of one transcript")
+        if stat.S_ISREG(st.st_mode) and st.st_size > 0:
+            data = path.read_bytes()
+            if len(data) > limit:  # grew after the stat
+                fail(path, None, f"file is {len(data):,} bytes, above the {limit:,}-byte limit of one transcript")
+        else:  # a stream (or a file the kernel reports as empty, /proc): read at most limit + 1 bytes
+            buf = bytearray()
+            with path.open("rb") as fh:
+                while chunk := fh.read(min(_READ_CHUNK, limit + 1 - len(buf))):
+                    buf += chunk
+                    if len(buf) > limit:
+                        fail(path, None, f"file is more than {limit:,} bytes, above the {limit:,}-byte limit of one transcript")
+            data = bytes(buf)
     except OSError as exc:
         fail(path, None, f"cannot read file: {exc.strerror or exc}")
     return decode_source(path, data)
