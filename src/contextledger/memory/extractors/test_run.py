@@ -519,7 +519,10 @@ class TestRunExtractor:
         if first is not None:
             where = f" ({first.location})" if first.location else ""
             label = "FAILED" if first.kind == "failed" else "ERROR"
-            lines.append(f"{label} {cap(first.test, 120)} — {first.message or 'no message'}{where}")
+            # the runner's own short-summary form (``FAILED <test> - <message>``), so the line
+            # a model or a person greps for in the raw output is found in the memory too
+            said = f" - {first.message}" if first.message else ""
+            lines.append(f"{label} {cap(first.test, 120)}{said}{where}")
         if payload["next_step"]:
             more = (
                 f" (+{len(report.failures) - 1} more failing)" if len(report.failures) > 1 else ""
