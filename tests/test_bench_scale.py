@@ -28,6 +28,7 @@ from contextledger.bench.scale import (
 )
 from contextledger.bench.scale_coding import OPENING_CONSTRAINT, SLOTS, final_error_line
 from contextledger.cli.main import app
+from contextledger.handles import memory_handle
 from contextledger.ledger import Ledger
 from contextledger.records.enums import ResolutionState, Visibility
 
@@ -155,7 +156,10 @@ def test_coding_history_structure(sqlite_ledger: Ledger) -> None:
     decisions = {(d["record_id"], d["decision"], d.get("reason")) for d in res.trace or []}
     assert (read.id, "mark_stale", "stale_marked") in decisions
     assert (arts["c000091"].id, "shape", "stale") in decisions
-    assert read.id in by_call["c000091"] and '"""Module 007 of pkg' not in by_call["c000091"]
+    # ... by its handle (the memory's seq), never by its random id
+    assert read.seq == 189 and memory_handle(read) == "m189"
+    assert by_call["c000091"].splitlines()[0] == "[stale memory m189 · Read · observed 1 min ago]"
+    assert read.id not in by_call["c000091"] and '"""Module 007 of pkg' not in by_call["c000091"]
     assert by_call["c000092"].startswith("The file src/pkg/module_007.py has been updated.")
     assert f"E       {final_error_line(n)}" in by_call["c000099"]
     system = res.payload["messages"][0]

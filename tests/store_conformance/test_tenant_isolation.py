@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from contextledger.errors import NotFoundError, ScopeError
+from contextledger.handles import artifact_handle, memory_handle, resolve_artifact_ref, resolve_ref
 from contextledger.ledger import Ledger
 from contextledger.records.enums import Role, ToolCallStatus
 from contextledger.records.models import (
@@ -163,6 +164,34 @@ def test_reads_never_cross_tenants(store: SqlStore, scope_a: Scope, scope_b: Sco
     assert store.read_artifact_bytes(scope_a, a.artifacts[0].id) == BIG_FILE
 
 
+def test_handles_never_resolve_across_tenants(store: SqlStore, scope_a: Scope, scope_b: Scope, worlds: tuple[World, World]) -> None:
+    """A handle (``m3`` / ``a3``) is a ``seq`` within one conversation; both tenants hold
+    records at the same ``seq``s, and each scope resolves only to its own."""
+    a, b = worlds
+    ca, cb = a.conv.id, b.conv.id
+    records = [("memory", a.memories[0], b.memories[0]), ("artifact", a.artifacts[0], b.artifacts[0])]
+    for kind, rec_a, rec_b in records:
+        assert rec_a.seq == rec_b.seq and rec_a.id != rec_b.id  # the same handle in both tenants
+        # B's conversation named from A's scope: no record, whichever the seq
+        with pytest.raises(NotFoundError):
+            store.id_at_seq(scope_a, cb, kind, rec_b.seq)
+        # each scope resolves the shared handle to its own record only
+        assert store.id_at_seq(scope_a, ca, kind, rec_a.seq) == rec_a.id
+        assert store.id_at_seq(scope_b, cb, kind, rec_b.seq) == rec_b.id
+        with store.reader() as conn:
+            assert store.id_at_seq(scope_b, cb, kind, rec_b.seq, conn=conn) == rec_b.id
+            with pytest.raises(NotFoundError):
+                store.id_at_seq(scope_b, ca, kind, rec_a.seq, conn=conn)
+    mem_b, art_b = b.memories[0], b.artifacts[0]
+    for ref in (memory_handle(mem_b), artifact_handle(art_b)):
+        with pytest.raises(NotFoundError):
+            resolve_ref(store, scope_a, cb, ref)
+        with pytest.raises(NotFoundError):
+            resolve_artifact_ref(store, scope_a, cb, ref)
+    assert resolve_ref(store, scope_a, ca, memory_handle(a.memories[0])) == a.memories[0].id
+    assert resolve_artifact_ref(store, scope_b, cb, memory_handle(mem_b)) == mem_b.source_artifact_ids[0]
+
+
 def _snapshot(store: SqlStore, tenant: str) -> dict[str, list[Any]]:
     out = {}
     with store.reader() as conn:
@@ -256,6 +285,7 @@ SCOPED_CALLS: dict[str, Callable[[SqlStore, Any], Any]] = {
     "read_artifact_bytes": lambda s, sc: s.read_artifact_bytes(sc, "a"),
     "memories": lambda s, sc: s.memories(sc, "c"),
     "get_memory": lambda s, sc: s.get_memory(sc, "m"),
+    "id_at_seq": lambda s, sc: s.id_at_seq(sc, "c", "memory", 1),
     "skill_states": lambda s, sc: s.skill_states(sc, "c"),
     "checkpoints": lambda s, sc: s.checkpoints(sc, "c"),
     "rule_bodies": lambda s, sc: s.rule_bodies(sc, "c"),
