@@ -4,12 +4,15 @@ rank fusion, and the numpy MiniLM encoder against sentence-transformers' own vec
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from contextledger.retrieval.fusion import fuse
 from contextledger.retrieval.model import RouteHit
+from contextledger.retrieval.routes.keyword import bm25_scores
+from contextledger.retrieval.statements import DocRow
 from contextledger.retrieval.text import query_tokens, tokens
 
 
@@ -77,3 +80,17 @@ def test_request_query_joins_user_input_task_state_and_unresolved_calls() -> Non
     assert q.context == 'goal: keep the public API\nrun_tests {"path": "tests/test_auth.py"}'
     assert q.paths == ("app/auth.py", "tests/test_auth.py")
     assert request_query(None, task_state="goal").vector_of is None
+
+
+def test_keyword_bm25_is_computed_from_the_window_alone() -> None:
+    # newest first, as both backends return them; "e501" is in 1 of 3 documents, "auth" in 2
+    rows = [DocRow(3, "memory", "c", "b", 3, "auth login ok"), DocRow(2, "memory", "b", "b", 2, "e501 auth"), DocRow(1, "memory", "a", "b", 1, "unrelated words here now")]
+    scores = bm25_scores(rows, ["e501", "auth"])
+    idf_rare, idf_common = math.log(1 + 2.5 / 1.5), math.log(1 + 1.5 / 2.5)
+    avgdl = 9 / 3
+
+    def part(idf: float, dl: int) -> float:
+        return idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * dl / avgdl))
+
+    assert scores == [pytest.approx(part(idf_common, 3)), pytest.approx(part(idf_rare, 2) + part(idf_common, 2)), 0.0]
+    assert bm25_scores([], ["x"]) == []

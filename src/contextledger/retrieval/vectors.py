@@ -17,9 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
-from contextledger.store import schema as S
+from contextledger.retrieval.statements import VectorRow, newer_vectors, stored_vector
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,7 +56,7 @@ class ConversationVectors:
         """Bytes held."""
         return 0 if self.matrix is None else int(self.matrix.nbytes)
 
-    def _append(self, rows: list[Any]) -> None:
+    def _append(self, rows: list[VectorRow]) -> None:
         import numpy as np
 
         codes: dict[str, int] = {}
@@ -114,8 +112,6 @@ class ConversationVectors:
 
 
 _LOCK = threading.Lock()
-_STORED: Any = None
-_NEWER: Any = None
 _CACHE: OrderedDict[tuple[str, str, str, str], ConversationVectors] = OrderedDict()
 
 
@@ -128,35 +124,12 @@ def conversation_vectors(conn: Connection, cache_key: str, tenant_id: str, conve
         if entry is None:
             entry = _CACHE[key] = ConversationVectors(dim=dim)
         _CACHE.move_to_end(key)
-    global _NEWER
-    if _NEWER is None:
-        v = S.retrieval_vectors
-        _NEWER = (
-            sa.select(v.c.doc_id, v.c.record_kind, v.c.record_id, v.c.branch_id, v.c.seq, v.c.vector)
-            .where(v.c.tenant_id == sa.bindparam("t"), v.c.conversation_id == sa.bindparam("c"), v.c.model == sa.bindparam("m"), v.c.doc_id > sa.bindparam("after"))
-            .order_by(v.c.doc_id)
-        )
     with _LOCK:
-        rows = conn.execute(_NEWER, {"t": tenant_id, "c": conversation_id, "m": model, "after": entry.max_doc_id}).all()
+        rows = newer_vectors(conn, tenant_id, conversation_id, model, entry.max_doc_id)
         if rows:
-            entry._append(list(rows))
+            entry._append(rows)
         total = sum(e.nbytes for e in _CACHE.values())
         while total > CACHE_BYTES and len(_CACHE) > 1:
             _, dropped = _CACHE.popitem(last=False)
             total -= dropped.nbytes
     return entry
-
-
-def stored_vector(conn: Connection, tenant_id: str, record_id: str, model: str) -> bytes | None:
-    """The stored vector of one record (``None``: not embedded).  One statement, built
-    once per process."""
-    global _STORED
-    if _STORED is None:
-        d, v = S.retrieval_docs, S.retrieval_vectors
-        _STORED = (
-            sa.select(v.c.vector)
-            .join(d, d.c.doc_id == v.c.doc_id)
-            .where(d.c.tenant_id == sa.bindparam("t"), d.c.record_id == sa.bindparam("r"), v.c.model == sa.bindparam("m"), v.c.tenant_id == sa.bindparam("t"))
-        )
-    row = conn.execute(_STORED, {"t": tenant_id, "r": record_id, "m": model}).first()
-    return None if row is None else bytes(row.vector)

@@ -13,7 +13,7 @@ route          finds                                                        modu
 =============  ===========================================================  =====================
 ``recent``     the newest user/assistant messages and memories              :mod:`.recent`
 ``rules``      project rules whose path scope or words match                :mod:`.rules`
-``keyword``    records sharing code-aware tokens (FTS5 BM25 / ts_rank)      :mod:`.keyword`
+``keyword``    records sharing code-aware tokens (full-text index, BM25)    :mod:`.keyword`
 ``semantic``   records whose embedding is nearest the query's (cosine)      :mod:`.semantic`
 ``artifact``   records named by id, ``sha256``, or file path                :mod:`.lookup`
 ``memory``     memories sharing rare content terms (the term index)         :mod:`.memory`

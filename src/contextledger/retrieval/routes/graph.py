@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from contextledger.retrieval.model import RetrievalQuery, RouteHit
+from contextledger.retrieval.statements import memories_by_subject
 
 if TYPE_CHECKING:
     from contextledger.retrieval.routes import RouteContext
@@ -37,7 +38,7 @@ class GraphRoute:
         seed_ids = [rid for kind, rid in ctx.seeds if kind == "memory"][:SEEDS]
         if not seed_ids:
             return []
-        seeds = {m.id: m for m in ctx.store.memories(ctx.scope, ctx.conversation_id, ids=seed_ids, conn=ctx.conn)}
+        seeds = {m.id: m for m in ctx.reads.memories_by_id(seed_ids)}
         links: dict[str, float] = {}
         subjects: dict[str, float] = {}
         arts: dict[str, float] = {}
@@ -54,16 +55,15 @@ class GraphRoute:
                 arts.setdefault(a, 1.0 / pos)
         found = dict(links)
         if subjects:
-            near = ctx.store.memories(ctx.scope, ctx.conversation_id, subject_keys=sorted(subjects), conn=ctx.conn)
+            near = memories_by_subject(ctx.conn, ctx.scope.tenant_id, ctx.conversation_id, ctx.segments, sorted(subjects))
             per: dict[str, int] = {}
             for n in sorted(near, key=lambda n: -n.seq):
                 key = n.subject_key or ""
-                if per.get(key, 0) < _PER_SUBJECT and ctx.in_lineage(n.branch_id, n.seq):
+                if per.get(key, 0) < _PER_SUBJECT:
                     per[key] = per.get(key, 0) + 1
                     found.setdefault(n.id, subjects[key])
         if arts:
-            for n in ctx.store.memories(ctx.scope, ctx.conversation_id, artifact_ids=sorted(arts), conn=ctx.conn):
-                if ctx.in_lineage(n.branch_id, n.seq):
-                    found.setdefault(n.id, arts.get(n.source_artifact_ids[0], 0.0) if n.source_artifact_ids else 0.0)
+            for n in ctx.reads.memories_by_artifact(ctx.segments, sorted(arts)):
+                found.setdefault(n.id, arts.get(n.source_artifact_ids[0], 0.0) if n.source_artifact_ids else 0.0)
         hits = [RouteHit(record_kind="memory", record_id=rid, score=s) for rid, s in found.items() if rid not in seeds and ctx.wanted("memory", rid)]
         return sorted(hits, key=lambda h: (-h.score, h.record_id))[:limit]

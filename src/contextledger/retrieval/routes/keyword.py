@@ -1,49 +1,73 @@
 """Keyword route: records sharing code-aware tokens with the query
-(:mod:`contextledger.retrieval.text`), through the database's full-text index.
+(:mod:`contextledger.retrieval.text`), found through the database's full-text index and
+ranked here, so that both backends rank alike.
 
-* SQLite: the FTS5 table ``retrieval_fts``, ``scope`` token AND any query token, ranked
-  by ``bm25`` (the scope column weighted 0);
-* PostgreSQL: ``array_to_tsvector(tokens) @@ 'a' | 'b' …`` on the GIN index, ranked by
-  ``ts_rank`` (term frequency; PostgreSQL keeps no collection statistics for BM25).
+* SQLite: the FTS5 table ``retrieval_fts``, ``scope`` token AND any query token;
+* PostgreSQL: ``array_to_tsvector(tokens) @@ 'a' | 'b' …`` on the GIN index.
 
-One query, ``LIMIT`` ``4 × limit`` rows plus the excluded ids (the rows off the lineage,
-excluded or of an unwanted kind are dropped after; a memories-only request filters the
-kind in SQL)."""
+Both return the same rows — the newest :func:`window` documents of the conversation
+holding any query token (a memories-only request filters the kind in SQL), in
+``doc_id`` order — and the route scores them in Python with BM25 (``k1`` = 1.2, ``b`` =
+0.75) over that window's term statistics (document frequency, document length in
+tokens), ties going to the newer record (``seq``, then ``doc_id``).  The backends' own
+scores (FTS5 ``bm25`` over the whole table, PostgreSQL ``ts_rank`` without collection
+statistics) are not used: they order the same documents differently, and the same
+transcript, policy and time must give the same assembly on either backend.  The rows off
+the lineage, excluded or of an unwanted kind are dropped after scoring."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
-
-import sqlalchemy as sa
 
 from contextledger.retrieval.documents import scope_token
 from contextledger.retrieval.model import RetrievalQuery, RouteHit
+from contextledger.retrieval.statements import DocRow, keyword_docs
 from contextledger.retrieval.text import query_tokens
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from contextledger.retrieval.routes import RouteContext
 
-__all__ = ["KeywordRoute"]
+__all__ = ["K1", "B", "KeywordRoute", "bm25_scores", "window"]
 
-_SQLITE_SQL = (
-    "SELECT d.record_kind, d.record_id, d.branch_id, d.seq, bm25(retrieval_fts, 0.0, 1.0) AS score "
-    "FROM retrieval_fts JOIN retrieval_docs d ON d.doc_id = retrieval_fts.rowid "
-    "WHERE retrieval_fts MATCH :q AND d.tenant_id = :t AND d.conversation_id = :c{kind} "
-    "ORDER BY score, d.doc_id DESC LIMIT :n"
-)
-_POSTGRES_SQL = (
-    "SELECT record_kind, record_id, branch_id, seq, "
-    "ts_rank(array_to_tsvector(string_to_array(tokens, ' ')), CAST(:q AS tsquery)) AS score "
-    "FROM retrieval_docs WHERE tenant_id = :t AND conversation_id = :c "
-    "AND array_to_tsvector(string_to_array(tokens, ' ')) @@ CAST(:q AS tsquery){kind} "
-    "ORDER BY score DESC, doc_id DESC LIMIT :n"
-)
-_STATEMENTS = {
-    ("sqlite", False): sa.text(_SQLITE_SQL.format(kind="")),
-    ("sqlite", True): sa.text(_SQLITE_SQL.format(kind=" AND d.record_kind = 'memory'")),
-    ("postgresql", False): sa.text(_POSTGRES_SQL.format(kind="")),
-    ("postgresql", True): sa.text(_POSTGRES_SQL.format(kind=" AND record_kind = 'memory'")),
-}
+K1 = 1.2
+"""BM25 term-frequency saturation."""
+
+B = 0.75
+"""BM25 document-length normalisation."""
+
+WINDOW_PER_HIT = 8
+"""Matching documents read per hit wanted (plus one per excluded id)."""
+
+
+def window(limit: int, excluded: int) -> int:
+    """Matching documents read for ``limit`` hits when ``excluded`` ids are excluded."""
+    return WINDOW_PER_HIT * limit + excluded
+
+
+def bm25_scores(rows: Sequence[DocRow], query: Sequence[str]) -> list[float]:
+    """BM25 of each row (space-separated ``tokens``) for the ``query`` tokens, with the
+    rows as the collection (``N`` = ``len(rows)``, document frequency and average length
+    over them); one float per row, in row order."""
+    docs = [r.tokens.split(" ") for r in rows]
+    if not docs:
+        return []
+    wanted = set(query)
+    counts = [{t: d.count(t) for t in wanted.intersection(d)} for d in docs]
+    df: dict[str, int] = {}
+    for c in counts:
+        for t in c:
+            df[t] = df.get(t, 0) + 1
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs) / n
+    idf = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+    out = []
+    for d, c in zip(docs, counts, strict=True):
+        norm = K1 * (1.0 - B + B * len(d) / avgdl)
+        out.append(sum(idf[t] * tf * (K1 + 1.0) / (tf + norm) for t, tf in sorted(c.items())))
+    return out
 
 
 class KeywordRoute:
@@ -52,23 +76,21 @@ class KeywordRoute:
     name = "keyword"
 
     def run(self, ctx: RouteContext, query: RetrievalQuery, limit: int) -> list[RouteHit]:
-        """Hits ranked by the backend's full-text score (see module docstring)."""
+        """Hits ranked by BM25 over the matching window (see module docstring)."""
         toks = query_tokens(f"{query.text}\n{query.context}")
         if not toks:
             return []
         memories_only = ctx.kinds == frozenset({"memory"})
-        n = 4 * limit + len(ctx.exclude)
         if ctx.store.dialect == "sqlite":
             match = f'scope : "{scope_token(ctx.scope.tenant_id, ctx.conversation_id)}" AND tokens : (' + " OR ".join(f'"{t}"' for t in toks) + ")"
-            rows = ctx.conn.execute(_STATEMENTS["sqlite", memories_only], {"q": match, "t": ctx.scope.tenant_id, "c": ctx.conversation_id, "n": n})
-            sign = -1.0  # bm25(): lower is better
         else:
-            q = " | ".join(f"'{t}'" for t in toks)
-            rows = ctx.conn.execute(_STATEMENTS["postgresql", memories_only], {"q": q, "t": ctx.scope.tenant_id, "c": ctx.conversation_id, "n": n})
-            sign = 1.0
+            match = " | ".join(f"'{t}'" for t in toks)
+        rows = keyword_docs(ctx.conn, ctx.scope.tenant_id, ctx.conversation_id, match, window(limit, len(ctx.exclude)), memories_only=memories_only)
+        scores = bm25_scores(rows, toks)
+        ranked = sorted(range(len(rows)), key=lambda i: (-scores[i], -rows[i].seq, -rows[i].doc_id))
         hits = [
-            RouteHit(record_kind=r.record_kind, record_id=r.record_id, score=sign * float(r.score))
-            for r in rows
-            if ctx.in_lineage(r.branch_id, int(r.seq)) and ctx.wanted(r.record_kind, r.record_id)
+            RouteHit(record_kind=rows[i].record_kind, record_id=rows[i].record_id, score=round(scores[i], 6))
+            for i in ranked
+            if ctx.in_lineage(rows[i].branch_id, rows[i].seq) and ctx.wanted(rows[i].record_kind, rows[i].record_id)
         ]
         return hits[:limit]

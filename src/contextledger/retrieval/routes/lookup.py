@@ -16,10 +16,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-
 from contextledger.retrieval.model import RetrievalQuery, RouteHit
-from contextledger.store import schema as S
+from contextledger.retrieval.statements import artifacts_by_digest, memories_by_subject
 
 if TYPE_CHECKING:
     from contextledger.retrieval.routes import RouteContext
@@ -49,7 +47,8 @@ class LookupRoute:
         found: dict[tuple[str, str], float] = {}
         ids = list(dict.fromkeys(m.group(0) for m in _ID.finditer(text)))[:_MAX_NAMES]
         art_ids = [i for i in ids if i.startswith("art_")]
-        for m in ctx.store.memories(ctx.scope, ctx.conversation_id, ids=[i for i in ids if i.startswith("mem_")], conn=ctx.conn) if ids else []:
+        mem_ids = [i for i in ids if i.startswith("mem_")]
+        for m in ctx.reads.memories_by_id(mem_ids) if mem_ids else []:
             if ctx.in_lineage(m.branch_id, m.seq):
                 found.setdefault(("memory", m.id), 3.0)
         for msg in ctx.reads.messages_by_id(ctx.segments, [i for i in ids if i.startswith("msg_")]) if ids else []:
@@ -58,27 +57,20 @@ class LookupRoute:
         if digests:
             art_ids += self._by_digest(ctx, digests)
         if art_ids:
-            for m in ctx.store.memories(ctx.scope, ctx.conversation_id, artifact_ids=art_ids, conn=ctx.conn):
-                if ctx.in_lineage(m.branch_id, m.seq):
-                    found.setdefault(("memory", m.id), 3.0 if m.source_artifact_ids[0] in ids else 2.0)
+            for m in ctx.reads.memories_by_artifact(ctx.segments, art_ids):
+                found.setdefault(("memory", m.id), 3.0 if m.source_artifact_ids[0] in ids else 2.0)
         paths = list(dict.fromkeys([*query.paths, *named_paths(text)]))[:_MAX_NAMES]
         if paths:
-            mems = ctx.store.memories(ctx.scope, ctx.conversation_id, subject_keys=[f"file:{p}" for p in paths], conn=ctx.conn)
-            for m in sorted((m for m in mems if ctx.in_lineage(m.branch_id, m.seq)), key=lambda m: -m.seq)[: _PER_PATH * len(paths)]:
+            mems = memories_by_subject(ctx.conn, ctx.scope.tenant_id, ctx.conversation_id, ctx.segments, [f"file:{p}" for p in paths])
+            for m in sorted(mems, key=lambda m: -m.seq)[: _PER_PATH * len(paths)]:
                 found.setdefault(("memory", m.id), 1.0)
         hits = [RouteHit(record_kind=k, record_id=r, score=s) for (k, r), s in found.items() if ctx.wanted(k, r)]
         return sorted(hits, key=lambda h: -h.score)[:limit]
 
     @staticmethod
     def _by_digest(ctx: RouteContext, digests: list[str]) -> list[str]:
-        t = S.tool_artifacts
         out: list[str] = []
         for d in digests:
-            key = f"sha256:{d}"
-            stmt = (
-                sa.select(t.c.id, t.c.branch_id, t.c.seq)
-                .where(t.c.tenant_id == ctx.scope.tenant_id, t.c.conversation_id == ctx.conversation_id, t.c.sha256 >= key, t.c.sha256 < key + "g")
-                .limit(_PER_PATH)
-            )
-            out += [r.id for r in ctx.conn.execute(stmt) if ctx.in_lineage(r.branch_id, int(r.seq))]
+            rows = artifacts_by_digest(ctx.conn, ctx.scope.tenant_id, ctx.conversation_id, f"sha256:{d}", _PER_PATH)
+            out += [art_id for art_id, branch_id, seq in rows if ctx.in_lineage(branch_id, seq)]
         return out
