@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from conftest import real_data_dir
@@ -134,3 +135,32 @@ def test_hostile_transcripts_as_a_process_never_print_a_traceback(tmp_path: Path
     boom = [sys.executable, "-c", "import contextledger.cli.main as m\ndef f(*a, **k):\n    raise RuntimeError('boom')\nm.state.ledger = f\nm.main()"]
     proc = subprocess.run([*boom, "conversations"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == EXIT_INTERNAL and "internal error (RuntimeError: boom)" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["assemble"], "Missing argument 'conversation'. (see 'contextledger assemble --help')"),
+        (["assemble", "C", "--budget", "abc"], "Invalid value for '--budget': Input should be a valid integer, unable to parse string as an integer (see 'contextledger assemble --help')"),
+        (["search", "C", "x", "--limit", "0"], "Invalid value for '--limit': Input should be greater than or equal to 1 (see 'contextledger search --help')"),
+        (["encryption"], None),
+    ],
+)
+def test_usage_errors_are_one_line_or_one_json_object_with_status_2(tmp_path: Path, args: list[str], message: str | None) -> None:
+    """README: with --json each error is one JSON object on one line of stderr — typer's
+    usage errors too (they printed a multi-line box); without --json one line."""
+    env = {**os.environ, "CONTEXTLEDGER_HOME": str(tmp_path / "home")}
+    env.pop("CONTEXTLEDGER_DB", None)
+    script = [sys.executable, "-c", "from contextledger.cli.main import main; main()"]
+    if message is None:  # a group without its subcommand: the help, as before, and --json is an unknown option
+        proc = subprocess.run([*script, *args], capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 2 and "rotate" in proc.stdout and proc.stderr == ""
+        message = f"No such option: --json (see 'contextledger {args[0]} --help')"
+    for as_json in (True, False) if "No such option" not in message else (True,):
+        proc = subprocess.run([*script, *args, *(["--json"] if as_json else [])], capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        if as_json:
+            assert proc.stderr.count("\n") == 1
+            assert json.loads(proc.stderr) == {"error": "UsageError", "message": message, "exit_code": 2}
+        else:
+            assert proc.stderr == f"error: {message}\n"

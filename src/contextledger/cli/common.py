@@ -43,6 +43,7 @@ __all__ = [
     "EXIT_POLICY",
     "EXIT_STORED_DATA",
     "State",
+    "UsageError",
     "backend_error",
     "console",
     "emit_error",
@@ -52,6 +53,7 @@ __all__ = [
     "is_database_error",
     "parse_now",
     "state",
+    "usage_error",
 ]
 
 EXIT_INTERNAL = 1
@@ -171,6 +173,21 @@ def fail_cleanly(as_json: bool = False) -> Iterator[None]:
         if not is_database_error(exc):
             raise
         raise typer.Exit(emit_error(backend_error(exc), as_json)) from None
+
+
+class UsageError(InputError):
+    """A command line typer/click rejected before the command ran (a missing argument, an
+    unknown option, ``--budget abc``, ``--limit 0``): exit status 2 (:data:`EXIT_INPUT`)."""
+
+
+def usage_error(exc: Exception) -> UsageError:
+    """The :class:`UsageError` for a click exception: click's own message on one line,
+    and where to find the usage (``see 'contextledger assemble --help'``)."""
+    fmt = getattr(exc, "format_message", None)
+    message = " ".join(str(fmt() if callable(fmt) else exc).split())
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None)
+    return UsageError(f"{message} (see '{path} --help')" if path else message)
 
 
 def is_database_error(exc: BaseException) -> bool:

@@ -24,6 +24,7 @@ from contextledger.cli.common import (
     is_database_error,
     parse_now,
     state,
+    usage_error,
 )
 from contextledger.errors import ContextLedgerError, InputError
 from contextledger.store.base import Scope
@@ -398,13 +399,24 @@ _register_groups()
 
 def main() -> None:  # pragma: no cover - console entry, exercised as a process in tests
     """Console entry point: runs the app; an error that escaped a command still ends in
-    one line on stderr and a documented exit status (:data:`~contextledger.cli.common.EXIT_CODES`).
+    one line on stderr and a documented exit status (:data:`~contextledger.cli.common.EXIT_CODES`),
+    and so does a usage error (missing argument, bad option value: status 2; with
+    ``--json`` one ``{"error": "UsageError", …}`` object).
     An unexpected failure prints its traceback only with ``CONTEXTLEDGER_DEBUG=1``."""
     import os
 
     as_json = "--json" in sys.argv[1:]
     try:
-        app()
+        rv = app(standalone_mode=False, prog_name="contextledger")
+    except typer.TyperException as exc:  # typer's click exceptions (public base class)
+        code = int(getattr(exc, "exit_code", 2))
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group or the tool without arguments: typer printed its help
+            raise SystemExit(code) from None
+        # usage: one line (one JSON object with --json), status 2
+        raise SystemExit(emit_error(usage_error(exc), as_json)) from None
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        raise SystemExit(1) from None
     except (ContextLedgerError, OSError) as exc:
         raise SystemExit(emit_error(exc, as_json)) from None
     except KeyboardInterrupt:
@@ -416,6 +428,8 @@ def main() -> None:  # pragma: no cover - console entry, exercised as a process 
             raise
         internal = RuntimeError(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a defect — CONTEXTLEDGER_DEBUG=1 shows the traceback")
         raise SystemExit(emit_error(internal, as_json)) from None
+    # typer.Exit / click's exit status (returned when not standalone); a command's own return value is not one
+    raise SystemExit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover
