@@ -209,3 +209,32 @@ def test_a_stream_is_read_only_up_to_the_transcript_limit(tmp_path: Path, monkey
     res = runner.invoke(app, ["--home", str(tmp_path / "h"), "import", str(fifo2)])
     t.join(10)
     assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("layout", ["one line", "one line and a newline", "pretty-printed", "json lines"])
+def test_auto_detection_reports_the_depth_limit_like_an_explicit_format(tmp_path: Path, layout: str) -> None:
+    """A valid JSON document nested 203 levels deep, detected automatically: the error is
+    the depth limit (as with ``--format openai-chat``), not "unrecognised JSON Lines
+    record: found null"; a JSON Lines file whose records are all too deep names the line."""
+    deep: object = "x"
+    for _ in range(203):
+        deep = {"a": deep}
+    doc = {"messages": [{"role": "user", "content": "hi"}], "extra": deep}
+    text = {
+        "one line": json.dumps(doc), "one line and a newline": json.dumps(doc) + "\n",
+        "pretty-printed": json.dumps(doc, indent=1), "json lines": "\n\n" + json.dumps(doc) + "\n" + json.dumps(doc) + "\n",
+    }[layout]
+    path = tmp_path / "deep2.json"
+    path.write_text(text, encoding="utf-8")
+    led = Ledger.open(home=tmp_path / "home")
+    with pytest.raises(ImportFormatError) as auto:
+        led.import_file(path)
+    assert auto.value.reason == f"invalid JSON: nesting deeper than {MAX_JSON_DEPTH} levels"
+    if layout == "json lines":
+        assert auto.value.location == "line 3"
+    else:
+        assert auto.value.location is None
+        with pytest.raises(ImportFormatError) as explicit:
+            led.import_file(path, format="openai-chat")
+        assert (explicit.value.location, explicit.value.reason) == (auto.value.location, auto.value.reason)
+    led.close()

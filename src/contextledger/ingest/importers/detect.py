@@ -46,7 +46,7 @@ from contextledger.ingest.importers.gemini_cli import (
 )
 from contextledger.ingest.importers.openai_chat import LIST_KEYS
 from contextledger.ingest.importers.tau2_bench import is_tau2_document
-from contextledger.limits import loads_json
+from contextledger.limits import MAX_JSON_DEPTH, JsonDepthError, loads_json
 
 __all__ = [
     "SCAN_RECORDS",
@@ -142,16 +142,24 @@ def _describe_record(value: Any) -> str:
     return describe_json(value)
 
 
-def _classify_lines(source: Source) -> str:
+def _classify_lines(source: Source, *, too_deep: bool = False) -> str:
+    """The format of a JSON Lines file (its first decisive record).  ``too_deep``: the
+    whole text failed to parse for its nesting depth; when no line parses either, that
+    (or a line's own depth error) is the error, as with an explicit format."""
     first: tuple[int, Any] | None = None
-    seen = 0
+    seen = lines = 0
+    deep_line: int | None = None
     for line_no, line in enumerate(source.text.split("\n"), start=1):
         if seen >= SCAN_RECORDS:
             break
         if not line.strip():
             continue
+        lines += 1
         try:
             value = loads_json(line)
+        except JsonDepthError:
+            deep_line = deep_line or line_no
+            continue
         except json.JSONDecodeError:
             continue
         seen += 1
@@ -161,6 +169,10 @@ def _classify_lines(source: Source) -> str:
             _unsupported(source, kind, "OpenHands event stream")
         if kind is not None:
             return kind
+    if first is None and too_deep and (lines == 1 or deep_line is None):
+        parse_json_document(source)  # one document: the depth limit, without a line
+    if first is None and deep_line is not None:
+        fail(source.path, f"line {deep_line}", f"invalid JSON: nesting deeper than {MAX_JSON_DEPTH} levels")
     line_no, value = first if first is not None else (1, None)
     fail(
         source.path,
@@ -266,7 +278,7 @@ def detect_source(source: Source) -> Detected:
     except json.JSONDecodeError as exc:
         multi_line = stripped.startswith("{") and stripped.count("\n", 0, 1 << 20) >= 1
         if multi_line and (exc.msg == "Extra data" or exc.lineno == 1):
-            return Detected(_classify_lines(source), None)
+            return Detected(_classify_lines(source, too_deep=isinstance(exc, JsonDepthError)), None)
         parse_json_document(source)
         raise
     kind = _classify_document(source, document)
