@@ -7,8 +7,8 @@ hits along the runtime graph's links —
 * file links: the newest memories about the same file (``subject_key``).
 
 Starts from at most :data:`SEEDS` memories of ``ctx.seeds`` and returns neighbours in
-seed order (score ``1 / seed position``).  Two reads by id / subject, bounded by the
-seeds."""
+seed order (score ``1 / seed position``; equal scores in the order found, not by id).
+Three reads by id / subject / artifact, bounded by the seeds."""
 
 from __future__ import annotations
 
@@ -66,4 +66,6 @@ class GraphRoute:
             for n in ctx.reads.memories_by_artifact(ctx.segments, sorted(arts)):
                 found.setdefault(n.id, arts.get(n.source_artifact_ids[0], 0.0) if n.source_artifact_ids else 0.0)
         hits = [RouteHit(record_kind="memory", record_id=rid, score=s) for rid, s in found.items() if rid not in seeds and ctx.wanted("memory", rid)]
-        return sorted(hits, key=lambda h: (-h.score, h.record_id))[:limit]
+        # equal scores keep the order found (links, same file newest first, same artifact
+        # in transcript order), never the random id: a re-import ranks the same
+        return sorted(hits, key=lambda h: -h.score)[:limit]
