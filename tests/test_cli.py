@@ -164,6 +164,7 @@ def test_importing_the_same_file_again_reports_the_conversation_not_zero_counts(
 
 
 def test_unknown_ids_are_clean_errors(tmp_path: Path) -> None:
+    cli(tmp_path, "import", str(TAU))
     for args in (["assemble", "conv_nope"], ["explain", "asm_nope"], ["rehydrate", "art_nope"]):
         code, out = cli(tmp_path, *args)
         assert code == EXIT_NOT_FOUND and "not found" in out and "Traceback" not in out
@@ -222,7 +223,7 @@ def test_database_and_folder_errors_are_clean_and_mask_passwords(tmp_path: Path)
     res = runner.invoke(app, ["--db", "postgresql+psycopg://postgres:s3cretPW@127.0.0.2:5433/test", "conversations"])
     assert res.exit_code == EXIT_BACKEND and "s3cretPW" not in res.output and "postgres:***@127.0.0.2:5433" in res.output
     (tmp_path / "afile").write_text("x")
-    code, out = cli(tmp_path / "afile" / "home", "conversations", "--json")
+    code, out = cli(tmp_path / "afile" / "home", "import", str(TAU), "--json")
     assert code == EXIT_BACKEND
     err = json.loads(out)
     assert err["error"] == "BackendError" and "Not a directory" in err["message"] and "Traceback" not in out
@@ -289,3 +290,23 @@ def test_bench_without_the_bench_extras_says_what_to_install(tmp_path: Path) -> 
     assert "pip install 'contextledger[bench]'" in proc.stdout + proc.stderr
     assert "autogen_core" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_read_only_commands_never_create_a_ledger(tmp_path: Path) -> None:
+    """A mistyped --db / --home is "no ledger at …" (exit 3) for every command that only
+    reads: no folder, no database file is created; import creates one."""
+    db = tmp_path / "nonexistent" / "dir" / "x.db"
+    for args in (["conversations"], ["messages", "conv_x"], ["assemble", "conv_x"], ["explain", "asm_x"], ["search", "conv_x", "q"],
+                 ["rehydrate", "art_x"], ["inspect", "conv_x"], ["gc", "--dry-run"], ["keys", "list"], ["index"]):
+        res = runner.invoke(app, ["--db", str(db), *args])
+        assert res.exit_code == EXIT_NOT_FOUND, (args, res.output)
+        assert res.stderr.strip() == f"error: no ledger at {db} (check --db / --home / CONTEXTLEDGER_DB; `contextledger import` creates one)", args
+        assert not (tmp_path / "nonexistent").exists()
+    res = runner.invoke(app, ["--db", str(db), "conversations", "--json"])
+    assert json.loads(res.stderr) == {"error": "LedgerNotFoundError", "message": f"no ledger at {db} (check --db / --home / CONTEXTLEDGER_DB; `contextledger import` creates one)", "exit_code": EXIT_NOT_FOUND}
+    code, _ = cli(tmp_path / "home", "conversations")
+    assert code == EXIT_NOT_FOUND and not (tmp_path / "home").exists()
+    res = runner.invoke(app, ["--db", str(db), "import", str(TAU)])
+    assert res.exit_code == 0 and db.is_file()
+    res = runner.invoke(app, ["--db", str(db), "conversations", "--json"])
+    assert res.exit_code == 0 and len(json.loads(res.stdout)) == 1

@@ -84,7 +84,9 @@ def test_help_loads_neither_store_nor_frameworks() -> None:
 
 
 def test_conversations_loads_the_store_only(tmp_path: Path) -> None:
-    _loaded(_cli(["conversations"]), env_home=tmp_path)  # creates and migrates the ledger
+    from contextledger.ledger import Ledger
+
+    Ledger.open(home=tmp_path).close()  # creates and migrates the ledger (conversations never creates one)
     loaded = _loaded(_cli(["conversations"]), env_home=tmp_path)
     assert "contextledger.store.sql" in loaded  # it did open the ledger
     assert _heavy(loaded) == []

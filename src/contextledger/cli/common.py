@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
@@ -42,6 +43,7 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_POLICY",
     "EXIT_STORED_DATA",
+    "LedgerNotFoundError",
     "State",
     "UsageError",
     "backend_error",
@@ -77,7 +79,7 @@ EXIT_CODES: dict[int, str] = {
     0: "success",
     EXIT_INTERNAL: "unexpected failure (a defect)",
     EXIT_INPUT: "input error (bad argument, malformed or unreadable file)",
-    EXIT_NOT_FOUND: "not found (unknown id in this tenant)",
+    EXIT_NOT_FOUND: "not found (unknown id in this tenant, or no ledger at the given path)",
     EXIT_BACKEND: "backend error (database, blob store or key provider)",
     EXIT_POLICY: "policy error (invalid policy, or refused by the policy)",
     EXIT_STORED_DATA: "stored data error (integrity check failed, payload missing)",
@@ -122,13 +124,51 @@ class State:
             self._ledger.close()
             self._ledger = None
 
-    def ledger(self) -> Ledger:
-        """The ledger opened from the global options (opened once)."""
+    def ledger(self, *, create: bool = False) -> Ledger:
+        """The ledger opened from the global options (opened once).
+
+        ``create``: the command records (``import``, ``serve``, ``keys create``) and may
+        create the database and its folders.  Every other command needs an existing
+        ledger: an SQLite file that does not exist is a :class:`NotFoundError` (exit 3)
+        and nothing is created (a PostgreSQL database that does not exist fails to
+        connect, exit 4).
+
+        Raises:
+            NotFoundError: no SQLite ledger at the resolved path and not ``create``.
+        """
         if self._ledger is None:
             from contextledger.ledger import Ledger
 
+            if not create:
+                _require_existing(self.db, self.home)
             self._ledger = Ledger.open(self.db, home=self.home)
         return self._ledger
+
+
+class LedgerNotFoundError(NotFoundError):
+    """No ledger at the database path a read-only command was given."""
+
+    def __init__(self, where: str) -> None:
+        self.kind, self.record_id = "ledger", where
+        InputError.__init__(self, f"no ledger at {where} (check --db / --home / CONTEXTLEDGER_DB; `contextledger import` creates one)")
+
+
+def _require_existing(db: str | None, home: str | None) -> None:
+    """Raise :class:`LedgerNotFoundError` when the resolved database is an SQLite file
+    that does not exist (an in-memory or server database is not checked here)."""
+    from contextledger.config import resolve_config
+
+    url = resolve_config(db, home).db_url
+    if not url.startswith("sqlite"):
+        return
+    import sqlalchemy as sa
+
+    try:
+        database = sa.engine.make_url(url).database
+    except sa.exc.ArgumentError:
+        return  # Ledger.open reports an unparseable URL
+    if database and database != ":memory:" and not database.startswith("file:") and not Path(database).exists():
+        raise LedgerNotFoundError(database)
 
 
 state = State()

@@ -69,7 +69,7 @@ def import_cmd(
     results = []
     failures: list[ContextLedgerError] = []
     with fail_cleanly(as_json):
-        ledger = state.ledger()
+        ledger = state.ledger(create=True)
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, disable=as_json or len(paths) < 2, transient=True)
         with progress:
             task = progress.add_task("importing", total=len(paths))

@@ -42,7 +42,7 @@ def serve(
                                                openai_upstream=openai_upstream, anthropic_upstream=anthropic_upstream)
         except ValueError as exc:
             raise InputError(str(exc)) from None
-        ledger = state.ledger()  # migrates once, before the workers start
+        ledger = state.ledger(create=True)  # migrates once, before the workers start
         if not is_loopback(host) and not any_active_key(ledger):
             raise InputError(f"refusing to serve on {host}: no API key exists; create one with `contextledger keys create --tenant T`")
         state.close()
@@ -61,7 +61,7 @@ def keys_create(
     from contextledger.server.keys import create_key
 
     with fail_cleanly(as_json):
-        key, record = create_key(state.ledger(), tenant, label=label)
+        key, record = create_key(state.ledger(create=True), tenant, label=label)
     if as_json:
         emit_json({"key": key, "id": record.id, "tenant": record.tenant_id, "label": record.label})
         return
