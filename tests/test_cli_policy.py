@@ -66,3 +66,24 @@ def test_assemble_with_a_policy_file_records_its_version(tmp_path: Path) -> None
     assert code == 0, out
     data = json.loads(out)
     assert data["budget_tokens"] == 3000 and data["policy_version"] != default_policy().version
+
+
+def test_an_unreadable_policy_file_is_an_input_error(tmp_path: Path) -> None:
+    """A missing file or a folder is exit 2 (README: unreadable file); an invalid
+    policy stays exit 5.  The library error is still a PolicyError."""
+    import pytest
+
+    from contextledger.errors import InputError, PolicyError
+    from contextledger.policy.loader import load_policy
+
+    (tmp_path / "adir").mkdir()
+    for path in (tmp_path / "nope.toml", tmp_path / "adir"):
+        for cmd in (["policy", "validate", str(path)], ["policy", "show", str(path)], ["policy", "diff", str(path), str(path)]):
+            res = runner.invoke(app, cmd)
+            assert res.exit_code == 2, (cmd, res.output)
+            assert res.stderr.startswith(f"error: {path}: cannot read policy file: ") and len(res.stderr.strip().splitlines()) == 1
+        res = runner.invoke(app, ["policy", "validate", str(path), "--json"])
+        assert json.loads(res.stderr)["exit_code"] == 2 and json.loads(res.stderr)["error"] == "PolicyFileError"
+        with pytest.raises(PolicyError) as caught:
+            load_policy(path)
+        assert isinstance(caught.value, InputError)

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from contextledger.cli.common import EXIT_INPUT
+from contextledger.cli.common import EXIT_INPUT, EXIT_NOT_FOUND
 from contextledger.cli.main import app
 from contextledger.ledger import Ledger
 from contextledger.security.crypto import Keyring
@@ -161,6 +161,17 @@ def _assembly_ids(led: Ledger) -> list[str]:
         return [str(i) for (i,) in conn.execute(sa.select(S.assemblies.c.id))]
 
 
+def test_forget_an_unknown_tenant_is_not_found_and_audits_nothing(led: Ledger) -> None:
+    from contextledger.errors import NotFoundError
+
+    _conversation(led, "acme", shared=False)
+    with pytest.raises(NotFoundError, match=r"^tenant 'nobody' not found: no conversation or other record of it; nothing deleted$"):
+        forget_tenant(led, "nobody", actor="test")
+    with led.store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(S.deletion_audit)).scalar_one() == 0
+    assert _rows(led, "tenant_id", "acme")["messages"] == 5
+
+
 def test_cli_forget_and_gc(tmp_path: Path) -> None:
     led = Ledger.open(home=tmp_path)
     try:
@@ -176,3 +187,6 @@ def test_cli_forget_and_gc(tmp_path: Path) -> None:
     assert res.exit_code == 0 and json.loads(res.stdout)["rows"]["messages"] == 5
     res = runner.invoke(app, ["--home", str(tmp_path), "conversations", "--json"])
     assert json.loads(res.stdout) == []
+    res = runner.invoke(app, ["--home", str(tmp_path), "forget", "--tenant", "nobody", "--yes"])
+    assert res.exit_code == EXIT_NOT_FOUND and res.stdout == ""
+    assert res.stderr.strip() == "error: tenant 'nobody' not found: no conversation or other record of it; nothing deleted"

@@ -15,6 +15,7 @@ __all__ = [
     "IntegrityError",
     "NotFoundError",
     "PolicyError",
+    "PolicyFileError",
     "ProviderSerializationError",
     "ScopeError",
     "StoredDataError",
@@ -50,10 +51,10 @@ class ImportFormatError(InputError):
 class NotFoundError(InputError):
     """A record addressed by id does not exist within the caller's scope."""
 
-    def __init__(self, kind: str, record_id: str) -> None:
+    def __init__(self, kind: str, record_id: str, detail: str | None = None) -> None:
         self.kind = kind
         self.record_id = record_id
-        super().__init__(f"{kind} {record_id!r} not found")
+        super().__init__(f"{kind} {record_id!r} not found" + (f": {detail}" if detail else ""))
 
 
 class ScopeError(InputError):
@@ -101,6 +102,12 @@ class PolicyError(ContextLedgerError):
         if key_path:
             prefix += f"{key_path}: "
         super().__init__(prefix + message)
+
+
+class PolicyFileError(PolicyError, InputError):
+    """A policy file cannot be read (missing, a folder, no permission): an input error
+    (CLI exit 2, like any unreadable file), and a :class:`PolicyError` for callers that
+    catch those."""
 
 
 class ProviderSerializationError(ContextLedgerError):

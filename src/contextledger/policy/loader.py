@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from contextledger.errors import PolicyError
+from contextledger.errors import PolicyError, PolicyFileError
 from contextledger.policy.model import KeyedValueError, Policy
 
 __all__ = [
@@ -121,13 +121,14 @@ def load_policy(path: Path, *, inherit_defaults: bool = True) -> Policy:
 
     Raises:
         PolicySyntaxError: the file is not valid TOML (line and column set).
-        PolicyError: the file cannot be read, or a value is invalid (``key_path`` set).
+        PolicyFileError: the file cannot be read (an :class:`InputError` too).
+        PolicyError: a value is invalid (``key_path`` set), or the file is not UTF-8.
     """
     source = str(path)
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        raise PolicyError(f"cannot read policy file: {exc.strerror or exc}", None, source) from exc
+        raise PolicyFileError(f"cannot read policy file: {exc.strerror or exc}", None, source) from exc
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -81,14 +81,31 @@ def forget_conversation(ledger: HasRuntime, scope: Scope, conversation_id: str, 
     return {"conversation_id": conversation_id, "rows": rows, "blobs_deleted": _delete_unreferenced(ledger, blobs), "audit_id": audit_id}
 
 
+def _tenant_has_rows(conn: sa.Connection, tenant_id: str) -> bool:
+    """Whether any table (the deletion audit aside) holds a row of ``tenant_id``."""
+    for table in S.metadata.sorted_tables:
+        if table.name == "deletion_audit" or "tenant_id" not in table.c:
+            continue
+        if conn.execute(sa.select(sa.literal(1)).select_from(table).where(table.c.tenant_id == tenant_id).limit(1)).first() is not None:
+            return True
+    return conn.execute(sa.select(sa.literal(1)).select_from(S.tenants).where(S.tenants.c.id == tenant_id).limit(1)).first() is not None
+
+
 def forget_tenant(ledger: HasRuntime, tenant_id: str, *, actor: str = "api") -> dict[str, Any]:
     """Delete every conversation of ``tenant_id`` (one transaction each), then the tenant's
     other rows.  Returns ``{"tenant_id", "conversations", "rows", "blobs_deleted",
-    "audit_id"}`` (an unknown tenant deletes nothing and is still audited)."""
+    "audit_id"}``.
+
+    Raises:
+        NotFoundError: no row of any table belongs to ``tenant_id`` (a mistyped tenant):
+            nothing is deleted and nothing audited.
+    """
     scope = Scope(tenant_id=tenant_id)
     c = S.conversations
     with ledger.runtime.store.reader() as conn:
         conv_ids = [str(r[0]) for r in conn.execute(sa.select(c.c.id).where(c.c.tenant_id == tenant_id).order_by(c.c.id))]
+        if not conv_ids and not _tenant_has_rows(conn, tenant_id):
+            raise NotFoundError("tenant", tenant_id, "no conversation or other record of it; nothing deleted")
     rows: dict[str, int] = {}
     blobs_deleted = 0
     for conv_id in conv_ids:
