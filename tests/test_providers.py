@@ -399,13 +399,16 @@ def test_anthropic_merges_same_role_and_fixes_leading_assistant() -> None:
     assert openai["messages"][2]["content"] == "first note\n   "
 
 
-def test_anthropic_blank_message_is_an_error() -> None:
-    request = NeutralRequest(messages=(user("hello"), assistant("  \n")))
-    with pytest.raises(ProviderSerializationError) as err:
-        serialize("anthropic", request)
-    assert str(err.value) == (
-        "messages[1]: nothing to send (blank text parts are dropped for this provider)"
-    )
+def test_anthropic_blank_message_is_left_out_and_nothing_at_all_is_an_error() -> None:
+    # a recorded message of only whitespace (hostile input found it: "\r\n\r") carries
+    # nothing: it is left out, and its neighbours of one role merge as usual
+    request = NeutralRequest(messages=(user("hello"), assistant("  \n"), user("\r\n\r"), user("again")))
+    assert serialize("anthropic", request)["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "again"}]},
+    ]
+    assert validate_payload("anthropic", serialize("anthropic", request)) == []
+    with pytest.raises(ProviderSerializationError, match=r"^request has nothing to send: every message is blank"):
+        serialize("anthropic", NeutralRequest(messages=(user(" "), assistant("\t"))))
     with pytest.raises(ProviderSerializationError, match="request has no messages"):
         serialize("anthropic", NeutralRequest(system=("only system",)))
 

@@ -23,7 +23,9 @@ Output shape (insertion order fixed, so ``json.dumps`` is byte-stable)::
     start of the next user message, one per ``tool_use``, in call order, before any other
     block of that message.
 * text parts that are empty or whitespace only are dropped (the API rejects blank text
-  blocks); a neutral message left with no block raises.
+  blocks); a neutral message left with no block (and no tool results after it) is left
+  out — a recorded message of only whitespace carries nothing; a request left with no
+  message at all raises.
 * a speaker label becomes the text prefix ``"[<label>] "`` on the message's first text
   block (or a ``"[<label>]"`` text block in front when the message has no text).
 * tool calls become ``{"type": "tool_use", "id", "name", "input"}``; ``input`` is the parsed
@@ -129,7 +131,7 @@ def serialize_anthropic(
     (content blocks of each neutral message and its results, tool definitions).
 
     Raises:
-        ProviderSerializationError: no messages; a neutral message with nothing to send;
+        ProviderSerializationError: no messages, or nothing left once blank ones are left out;
             broken tool pairing, thinking parts, invalid tool names or schemas, colliding
             ids (see :func:`~contextledger.providers.openai_chat.pair_tool_results`).
     """
@@ -152,9 +154,12 @@ def serialize_anthropic(
             results = [_result_block(r, ids, resolve_blob) for r in turn.results]
             if memo is not None:
                 memo[id(turn.message)] = (turn.message, turn.results, blocks, results)
-        entries.append((turn.message.role, blocks))
+        if blocks:
+            entries.append((turn.message.role, blocks))
         if results:
             entries.append(("user", results))
+    if not entries:
+        raise ProviderSerializationError("request has nothing to send: every message is blank (the Messages API needs at least one)")
     messages: list[dict[str, Any]] = []
     for role, blocks in entries:
         if messages and messages[-1]["role"] == role:
@@ -206,10 +211,6 @@ def _blocks(
             first_text["text"] = f"[{message.name}] {first_text['text']}"
         else:
             blocks.insert(0, {"type": "text", "text": f"[{message.name}]"})
-    if not blocks:
-        raise ProviderSerializationError(
-            f"messages[{index}]: nothing to send (blank text parts are dropped for this provider)"
-        )
     return blocks
 
 
