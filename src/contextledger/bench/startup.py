@@ -51,8 +51,10 @@ def run_startup(runs: int = 10) -> list[StartupRow]:
         RuntimeError: a command exits non-zero (its stderr's last line is named).
     """
     with tempfile.TemporaryDirectory(prefix="cl-bench-startup-") as tmp:
-        cmds = _commands(Path(tmp) / "home")
-        subprocess.run(cmds[2][1], capture_output=True, check=False)  # create and migrate the ledger
+        home = Path(tmp) / "home"
+        cmds = _commands(home)
+        # create and migrate the ledger (conversations never creates one)
+        subprocess.run([sys.executable, "-c", f"from contextledger.ledger import Ledger; Ledger.open(home={str(home)!r}).close()"], capture_output=True, check=True)
         times: dict[str, list[float]] = {name: [] for name, _ in cmds}
         for _ in range(runs):
             for name, argv in cmds:
