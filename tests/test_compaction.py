@@ -510,7 +510,7 @@ def test_cli_compact_prints_json(tmp_path: Path) -> None:
     saved = (cli_common.state.db, cli_common.state.home, cli_common.state.tenant, cli_common.state._ledger)
     cli_common.state.db, cli_common.state.home, cli_common.state.tenant, cli_common.state._ledger = None, str(tmp_path / "home"), "default", None
     try:
-        ledger = cli_common.state.ledger()
+        ledger = cli_common.state.ledger(create=True)  # the test records first (as `import` would)
         s = record_session(ledger)
         result = CliRunner().invoke(compact_app, [s.conv_id, "--keep", "3", "--now", "2026-03-01T12:00:00Z", "--json"])
         assert result.exit_code == 0, result.output

@@ -14,6 +14,7 @@ PostgreSQL and assert exact records and payload texts.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +22,7 @@ from contextledger.assembly.assembler import AssemblyResult
 from contextledger.assembly.families import ConflictEvaluator, FreshnessEvaluator, LineageLinks
 from contextledger.assembly.render import constraint_key, system_blocks
 from contextledger.bench.scale import build_shape, scale_now
+from contextledger.handles import memory_handle
 from contextledger.ledger import Ledger
 from contextledger.memory.links import LINEAGE_STALE_KEY, audience, plan_links, reaches
 from contextledger.policy.loader import default_policy
@@ -182,6 +184,13 @@ def _payload(r: AssemblyResult) -> str:
     return json.dumps(r.payload, sort_keys=True, ensure_ascii=False)
 
 
+def _names(r: AssemblyResult, mem: ToolMemory) -> bool:
+    """Whether the payload names ``mem``: by its handle (``m12``, as payloads quote
+    records) or by its full id."""
+    text = _payload(r)
+    return mem.id in text or re.search(rf"(?<![A-Za-z0-9_]){memory_handle(mem)}(?![A-Za-z0-9_])", text) is not None
+
+
 def _tool_text(r: AssemblyResult, call_id: str) -> str:
     found = [m["content"] for m in r.payload["messages"] if m["role"] == "tool" and m.get("tool_call_id") == call_id]
     assert len(found) == 1, call_id
@@ -211,7 +220,7 @@ def test_a_private_read_does_not_hide_the_agents_read(ledger: Ledger) -> None:
         r = ledger.assemble(conv_id, participant_id=viewer, now=scale_now(11, "coding"), persist=False)
         text = _tool_text(r, "c000007")
         assert text.startswith('     1→"""Module 002 of pkg: batch handlers."""')
-        assert private_read.id not in _payload(r) and "c000009" not in _payload(r)
+        assert not _names(r, private_read) and "c000009" not in _payload(r)
         assert "superseded" not in text
 
 
@@ -225,7 +234,7 @@ def test_a_legacy_private_successor_is_neither_obeyed_nor_named(ledger: Ledger) 
     people = {p.name: p.id for p in store.participants(scope, conv_id)}
     r = ledger.assemble(conv_id, participant_id=people["agent"], now=scale_now(11, "coding"), persist=False, trace=True)
     assert _tool_text(r, "c000007").startswith('     1→"""Module 002 of pkg')
-    assert private_read.id not in _payload(r)
+    assert not _names(r, private_read)
     assert not [d for d in r.trace if d["record_id"] == agent_read.id and d["reason"] == "superseded"]
 
 
@@ -264,7 +273,7 @@ def test_an_edit_on_a_fork_leaves_the_parents_read_current(ledger: Ledger) -> No
     main = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False, trace=True)
     assert _tool_text(main, "r1") == _READ
     assert _working_set(main) == ["- src/a.py (read)"]
-    assert edit.id not in _payload(main) and "stale" not in main.record.omitted
+    assert not _names(main, edit) and "stale" not in main.record.omitted
     alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False, trace=True)
     assert _tool_text(alt, "r1").startswith(f"[stale memory m{read.seq} · Read · observed 1 min ago]\nRead succeeded: read src/a.py lines 1-5")
     # stale on this lineage: never raw, not even in the recent tail (as for a read made
@@ -295,9 +304,10 @@ def test_a_read_on_a_fork_supersedes_the_parents_read_on_the_fork_only(ledger: L
     assert stored[again.id].supersedes == (read.id,)
     now = T0 + timedelta(minutes=1)
     main = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False)
-    assert _tool_text(main, "r1") == _READ and again.id not in _payload(main)
+    assert _tool_text(main, "r1") == _READ and not _names(main, again)
     alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False)
     assert _tool_text(alt, "r1") == f"[superseded by m{again.seq}: see the newer result]"
+    assert _names(alt, again)  # the fork names its successor (so the check on main is not vacuous)
 
 
 def test_an_edit_on_the_same_branch_still_makes_the_read_stale(ledger: Ledger) -> None:
