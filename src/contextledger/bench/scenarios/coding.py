@@ -24,6 +24,7 @@ from pathlib import Path
 
 from contextledger.bench.probes import Fact
 from contextledger.bench.scenarios.base import T0, BuiltCase, Scenario, Script, filler_tokens
+from contextledger.handles import artifact_handle
 from contextledger.ledger import Ledger
 
 __all__ = ["CODING_WALKTHROUGH"]
@@ -81,7 +82,9 @@ def _build(ledger: Ledger, scale: int) -> BuiltCase:
         is_error=True,
     )
     s.call("Bash", {"command": "find . -name '*.json'"}, _find_output())
-    find_artifact = s.last_artifact_id
+    # the payload cites an artifact by its per-conversation handle ("[artifact a19, 12,582,920
+    # bytes]"), never by its random id: the reference a model can pass to rehydrate
+    find_artifact = f"[artifact {artifact_handle(ledger.store.get_artifact(ledger.scope(), s.last_artifact_id))}, "
     s.call(
         "Edit",
         {"file_path": "src/auth/guard.ts", "old_string": '  return "/home"; // BUG: ignores next after sign-in', "new_string": '  return next.startsWith("/") ? next : "/home";'},

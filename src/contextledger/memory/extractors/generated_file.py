@@ -88,7 +88,10 @@ def mime_type_for(name: str) -> str:
     return MIME_TYPES.get(ext, "application/octet-stream")
 
 
-def _json_file(text: str) -> dict[str, Any] | None:
+def _json_file(text: str, *, path_names: bool = False) -> dict[str, Any] | None:
+    """The JSON object ``text`` holds when it describes a file: a ``file_id`` / ``fileId``
+    plus a name (``filename`` / ``name`` / ``file_name``; with ``path_names`` a ``path``
+    names it too — the result of a registry ``write``, e.g. ``{"file_id", "path"}``)."""
     stripped = text.strip()
     if not stripped.startswith("{"):
         return None
@@ -100,6 +103,8 @@ def _json_file(text: str) -> dict[str, Any] | None:
         return None
     file_id = obj.get("file_id", obj.get("fileId"))
     name = obj.get("filename", obj.get("name", obj.get("file_name")))
+    if path_names and name is None:
+        name = obj.get("path")
     if isinstance(file_id, str) and isinstance(name, str):
         return obj
     return None
@@ -142,7 +147,9 @@ class GeneratedFileExtractor:
         action = resolve_action(item)
         args = item.arguments or {}
         body = unwrap(item.result_text)
-        meta = _json_file(body.text) if action.verb == "other" else None
+        # a write whose result names the file it made (``{"file_id": …, "path": …}``)
+        # keeps that handle: the id is how later calls refer to the file
+        meta = _json_file(body.text, path_names=action.verb == "create") if action.verb in ("other", "create") else None
         content = action.content if action.content is not None else args.get("content", args.get("file_text"))
         size: int | None = None
         digest: str | None = None
@@ -194,7 +201,7 @@ class GeneratedFileExtractor:
         if isinstance(content, str) and meta is None:
             payload.update(_new_text(content, self.limits))
         size_text = f"{fmt_int(size)} bytes" if size is not None else "size unknown"
-        summary = f"created {path} · {mime_type} · {size_text}"
+        summary = f"created {path}" + (f" · {file_id}" if meta is not None else "") + f" · {mime_type} · {size_text}"
         if digest:
             summary += f" · {digest[:19]}"
         prov_lines, prov_bytes = body_ranges(item.result_text, body)
