@@ -180,7 +180,11 @@ def test_shell_commands_that_write_files(command: str, kind: str, paths: tuple[s
     assert found is not None and (found.kind, found.paths, found.content) == (kind, paths, content)
 
 
-@pytest.mark.parametrize("command", ["python x.py > /dev/null 2>&1", "grep -n 'a > b' f.py", "python -c 'print(1>2)'", "pytest 2> err.txt", "sed -n 1,20p a.py", "cat 'unterminated"])
+@pytest.mark.parametrize("command", ["python x.py > /dev/null 2>&1", "grep -n 'a > b' f.py", "python -c 'print(1>2)'", "pytest 2> err.txt", "sed -n 1,20p a.py", "cat 'unterminated",
+    # a function call written as markup (SWE-smith ADP actions) is no redirection to ``<``
+    '<function=bash>\n<parameter=command>find /testbed -type f -name "*.py" | sort</parameter>\n</function>',
+    "<function=str_replace_editor>\n<parameter=command>view</parameter>\n<parameter=path>/testbed/a.py</parameter>\n</function>",
+    "echo a > > b"])
 def test_shell_commands_that_do_not_write(command: str) -> None:
     assert shell_write(command) is None
 

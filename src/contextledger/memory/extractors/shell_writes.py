@@ -157,6 +157,8 @@ def _redirect_write(words: list[str], body: str | None) -> tuple[list[str], Shel
                 continue
             if fd == "1":
                 kept.pop()
+            if target in _REDIRECTS or target in _SEPARATORS or target.startswith("<"):
+                return kept, None  # ``> <`` is no shell redirection (markup such as ``<function=…>``)
             if not target.startswith("&") and not target.startswith(_SINKS):
                 targets.append(target)
                 append = append or w == ">>"
@@ -180,6 +182,8 @@ def shell_write(command: str) -> ShellWrite | None:
 
     When several segments write, the first write found wins; its paths are those of
     that segment."""
+    if command.lstrip().startswith("<function="):
+        return None  # a function call written as markup (``<function=bash>…``), not a shell command
     line, body = _split_heredoc(command.strip())
     tokens = _tokens(line)
     if tokens is None:
