@@ -189,7 +189,7 @@ def max_raw_tokens(st: DropState, p: Piece) -> int:
 
 
 _FRESHNESS_RANK = {"volatile": 0, "session": 1, "time_bounded": 2, "durable": 3, "permanent": 4}
-_HANDLE = re.compile(r"\b(?:file_id|document_id|doc_id|attachment_id)\b")
+_HANDLE = re.compile(r"\b(?:file_id|document_id|doc_id|attachment_id|thread_id)\b")
 
 
 def eviction_key(note: Piece, terms: frozenset[str] = frozenset(), recalled: Mapping[str, int] | None = None) -> tuple[int, int, int, int, tuple[int, int]]:
