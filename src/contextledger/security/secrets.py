@@ -383,7 +383,7 @@ def _keyword_values(window: str) -> Iterator[tuple[str, str]]:
                 yield "Secret Keyword", v
 
 
-_AWS_SECRET_VALUE = re.compile(r"(?=.*[0-9])(?=.*[a-z])(?=.*[A-Z])[A-Za-z0-9/+=]{40,64}")
+_AWS_SECRET_VALUE = re.compile(r"\A(?=.*[0-9])(?=.*[a-z])(?=.*[A-Z])[A-Za-z0-9/+=]{40,64}\Z")
 """An AWS secret access key's shape (40 base64 characters, mixed case and digits): under an
 ``aws…secret`` key it is a secret whatever words it spells (the documentation's
 ``…EXAMPLEKEY`` included — a real key can contain any letters)."""
