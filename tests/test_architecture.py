@@ -33,7 +33,7 @@ OVERSIZED: dict[str, int] = {
     "memory/extractors/textutil.py::unwrap": 84,
     "memory/links.py": 607,
     "memory/links.py::repair_provenance": 100,
-    "policy/model.py": 738,
+    "policy/model.py": 718,
     # a migration is a frozen record of a schema change: never rewritten
     "store/migrations/versions/0001_initial.py::upgrade": 328,
 }

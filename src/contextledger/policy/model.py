@@ -28,9 +28,7 @@ from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     PrivateAttr,
     StrictBool,
     StrictInt,
@@ -39,6 +37,7 @@ from pydantic import (
     model_validator,
 )
 
+from contextledger.policy.fields import NonNegativeInt, PositiveInt, Section
 from contextledger.policy.tools import EditsSection, ToolDeclaration
 from contextledger.records.enums import (
     AuthorityLevel,
@@ -181,18 +180,6 @@ def _share(value: float) -> float:
     return value
 
 
-def _positive(value: int) -> int:
-    if value <= 0:
-        raise ValueError(f"must be greater than 0, got {value}")
-    return value
-
-
-def _non_negative(value: int) -> int:
-    if value < 0:
-        raise ValueError(f"must be 0 or more, got {value}")
-    return value
-
-
 def _seconds_or_never(value: int) -> int:
     if value < 0 and value != NEVER_STALE:
         raise ValueError(f"must be 0 or more seconds, or -1 for never, got {value}")
@@ -204,8 +191,6 @@ def _fmt(value: float) -> str:
 
 
 Share = Annotated[float, BeforeValidator(_number), AfterValidator(_share)]
-PositiveInt = Annotated[StrictInt, AfterValidator(_positive)]
-NonNegativeInt = Annotated[StrictInt, AfterValidator(_non_negative)]
 StaleSeconds = Annotated[StrictInt, AfterValidator(_seconds_or_never)]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -227,13 +212,9 @@ def _permutation_of(values: tuple[Any, ...], members: tuple[Any, ...], what: str
         raise ValueError(f"must list each {what} exactly once" + (f"; missing {missing}" if missing else ""))
 
 
-class _Section(BaseModel):
-    """Base of every policy section: frozen, unknown keys forbidden."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class PolicyMeta(_Section):
+class PolicyMeta(Section):
     """``[policy]``: identity of the policy.
 
     Attributes:
@@ -261,7 +242,7 @@ class PolicyMeta(_Section):
         return value
 
 
-class BucketShares(_Section):
+class BucketShares(Section):
     """``[budget.buckets]``: fraction of the budget per bucket (seed 001 §9).
 
     Each share is in [0, 1]; the six shares sum to 1.0 ± 1e-6.
@@ -291,7 +272,7 @@ class BucketShares(_Section):
         return {bucket: self.share(bucket) for bucket in BudgetBucket}
 
 
-class BudgetSection(_Section):
+class BudgetSection(Section):
     """``[budget]``: token budget, bucket shares, flow order and drop order (seed 001 §9).
 
     Attributes:
@@ -336,7 +317,7 @@ class BudgetSection(_Section):
         return tokens
 
 
-class RecentTailSection(_Section):
+class RecentTailSection(Section):
     """``[recent_tail]``: the raw recent tail (seed 001 §9 step 6).
 
     Attributes:
@@ -349,7 +330,7 @@ class RecentTailSection(_Section):
     max_share: Share
 
 
-class WorkingSetSection(_Section):
+class WorkingSetSection(Section):
     """``[working_set]``: the files read or edited on the lineage, listed as task state
     (seed 001 §3: the files being edited are *hot*; seed 001 §5: after an edit the earlier
     read is stale).  One line per file, newest first, with its state (``edited``,
@@ -364,7 +345,7 @@ class WorkingSetSection(_Section):
     max_share: Share = 0.3
 
 
-class FreshnessWindows(_Section):
+class FreshnessWindows(Section):
     """``[freshness.stale_after]``: seconds until stale per freshness class; -1 = never."""
 
     volatile: StaleSeconds
@@ -379,14 +360,14 @@ class FreshnessWindows(_Section):
         return None if value == NEVER_STALE else value
 
 
-class ToolFreshnessOverride(_Section):
+class ToolFreshnessOverride(Section):
     """``[freshness.tools.<tool>]``: a tool's own staleness window and/or mode."""
 
     stale_after: StaleSeconds | None = None
     stale_mode: Literal["mark", "omit"] | None = None
 
 
-class FreshnessSection(_Section):
+class FreshnessSection(Section):
     """``[freshness]`` (seed 000 §4.7, §8 R5).
 
     Attributes:
@@ -423,7 +404,7 @@ class FreshnessSection(_Section):
 ClassTuple = Annotated[tuple[PrivacyClass, ...], AfterValidator(_no_duplicates)]
 
 
-class PrivacySection(_Section):
+class PrivacySection(Section):
     """``[privacy]``: privacy classes and provider routing (seed 000 §4.5, §8 R3).
 
     Attributes:
@@ -462,7 +443,7 @@ class PrivacySection(_Section):
         return privacy_class in self.routing.get(provider, self.default_allowed)
 
 
-class RehydrationTriggers(_Section):
+class RehydrationTriggers(Section):
     """``[rehydration.triggers]``: what makes a selected record a rehydration candidate.
 
     Attributes:
@@ -477,7 +458,7 @@ class RehydrationTriggers(_Section):
     not_promoted: StrictBool
 
 
-class RehydrationSection(_Section):
+class RehydrationSection(Section):
     """``[rehydration]`` (seed 000 §4.11, §8 R12).
 
     Attributes:
@@ -509,7 +490,7 @@ class RehydrationSection(_Section):
         return any(word.casefold() in lowered for word in self.triggers.explicit_user_request)
 
 
-class ConflictSection(_Section):
+class ConflictSection(Section):
     """``[conflict]`` (seed 000 §4.8).
 
     Attributes:
@@ -523,7 +504,7 @@ class ConflictSection(_Section):
     omit_superseded: StrictBool
 
 
-class RecoverySection(_Section):
+class RecoverySection(Section):
     """``[recovery]`` (seed 000 §4.5, §4.6 recovery context).
 
     Attributes:
@@ -537,7 +518,7 @@ class RecoverySection(_Section):
     max_failed_kept: NonNegativeInt
 
 
-class VisibilitySection(_Section):
+class VisibilitySection(Section):
     """``[visibility]`` defaults (seed 000 §4.5, §4.9, §4.14)."""
 
     model_run_state: Visibility
@@ -545,14 +526,14 @@ class VisibilitySection(_Section):
     child_subagent_artifacts: Visibility
 
 
-class OwnershipSection(_Section):
+class OwnershipSection(Section):
     """``[ownership]`` defaults (seed 000 §4.9)."""
 
     default_isolation: RuntimeIsolationPolicy
     subagent_child_isolation: RuntimeIsolationPolicy
 
 
-class PromotionByKind(_Section):
+class PromotionByKind(Section):
     """``[promotion.by_context_kind]``: default promotion per context kind (seed 000 §4.6)."""
 
     conversational: PromotionPolicy
@@ -569,7 +550,7 @@ class PromotionByKind(_Section):
         return value
 
 
-class PromotionSection(_Section):
+class PromotionSection(Section):
     """``[promotion]`` (seed 000 §4.5, §8 R11).
 
     Attributes:
@@ -583,7 +564,7 @@ class PromotionSection(_Section):
     by_context_kind: PromotionByKind
 
 
-class RetentionSection(_Section):
+class RetentionSection(Section):
     """``[retention]`` (seed 000 §4.5, §4.15).
 
     Attributes:
@@ -603,7 +584,7 @@ class RetentionSection(_Section):
         return value
 
 
-class AuthoritySection(_Section):
+class AuthoritySection(Section):
     """``[authority]``: the authority chain, highest first (seed 001 §4.2).
 
     ``chain`` is a permutation of :class:`AuthorityLevel`.
@@ -623,14 +604,14 @@ class AuthoritySection(_Section):
         return self.chain.index(level)
 
 
-class ToolOutputOverride(_Section):
+class ToolOutputOverride(Section):
     """``[tool_output.tools.<tool>]``: a tool's own output limits."""
 
     max_bytes: PositiveInt | None = None
     max_tokens: PositiveInt | None = None
 
 
-class ToolOutputSection(_Section):
+class ToolOutputSection(Section):
     """``[tool_output]`` (seed 001 §6 problem 2: outputs over 4 KB become artifacts).
 
     Attributes:
@@ -654,7 +635,7 @@ class ToolOutputSection(_Section):
         return max_bytes, max_tokens
 
 
-class CandidatesSection(_Section):
+class CandidatesSection(Section):
     """``[candidates]`` (seed 000 §8 R8: a bounded candidate set).
 
     Attributes:
@@ -666,13 +647,13 @@ class CandidatesSection(_Section):
     recent_window: PositiveInt
 
 
-class TraceSection(_Section):
+class TraceSection(Section):
     """``[trace]``: keep per-record traces (seed 000 §4.5: only for tests and audits)."""
 
     keep_trace: StrictBool
 
 
-class Policy(_Section):
+class Policy(Section):
     """A complete context-assembly policy (seed 000 §4.5, §5.6; seed 001 §4.2, §9).
 
     Build one with :mod:`contextledger.policy.loader`; ``version`` is computed from the

@@ -32,33 +32,17 @@ from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
-    StrictInt,
     StrictStr,
     model_validator,
 )
 
 from contextledger.memory.dialects import KINDS, ToolSpec
+from contextledger.policy.fields import NonNegativeInt, PositiveInt, Section
 
 __all__ = ["EditsSection", "ToolDeclaration", "declared_specs"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def _positive(value: int) -> int:
-    if value <= 0:
-        raise ValueError(f"must be greater than 0, got {value}")
-    return value
-
-
-def _non_negative(value: int) -> int:
-    if value < 0:
-        raise ValueError(f"must be 0 or more, got {value}")
-    return value
 
 
 def _names(value: object) -> object:
@@ -86,17 +70,17 @@ _REQUIRED: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
-class EditsSection(_Section):
+class EditsSection(Section):
     """``[edits]``: how much of a change an edit's memory carries (lines and UTF-8 bytes;
     the rest is read from the recorded call) and how many newest changed lines the
     working set shows per edited file (0: paths and states only)."""
 
-    change_max_lines: Annotated[StrictInt, AfterValidator(_positive)] = 20
-    change_max_bytes: Annotated[StrictInt, AfterValidator(_positive)] = 1500
-    working_set_lines: Annotated[StrictInt, AfterValidator(_non_negative)] = 8
+    change_max_lines: PositiveInt = 20
+    change_max_bytes: PositiveInt = 1500
+    working_set_lines: NonNegativeInt = 8
 
 
-class ToolDeclaration(_Section):
+class ToolDeclaration(Section):
     """``[tools.<name>]``: a tool of the user's own (see the module docstring)."""
 
     kind: Annotated[StrictStr, AfterValidator(_kind)]
