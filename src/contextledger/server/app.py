@@ -7,7 +7,12 @@ per process; everything recorded lives in the database.
 
 Routers:
 
-* ``GET /healthz`` — 200 once the ledger is open (a database round trip);
+* ``GET /healthz`` — 200 once the ledger is open (a database round trip), with the
+  proxy's counters of this process (``proxy``: passthroughs, side calls …);
+* ``GET /metrics`` — the same counters in the Prometheus text format
+  (:mod:`contextledger.server.api.health`);
+* ``HEAD`` of any page and ``GET``/``HEAD /`` of a provider client
+  (:mod:`contextledger.server.proxy.probes`);
 * ``/api/…`` — the REST API (:mod:`contextledger.server.api`);
 * ``/v1/chat/completions``, ``/v1/responses``, ``/v1/messages`` — the provider-compatible
   proxy (:mod:`contextledger.server.proxy`);
@@ -125,11 +130,16 @@ def create_app(settings: ServerSettings | None = None, *, ledger: Ledger | None 
                 return conn.execute(sa.text("SELECT 1")).scalar_one()
 
         await run_in_threadpool(ping)
-        return JSONResponse({"status": "ok", "version": VERSION})
+        return JSONResponse({"status": "ok", "version": VERSION, "proxy": events_of(request.app).counts()})
 
     from contextledger.server.api import router as api_router
+    from contextledger.server.api.health import router as metrics_router
     from contextledger.server.proxy import router as proxy_router
+    from contextledger.server.proxy.events import events_of
+    from contextledger.server.proxy.probes import install_probes
 
+    install_probes(app)
+    app.include_router(metrics_router)
     app.include_router(api_router)
     app.include_router(proxy_router)
     for router in page_routers():

@@ -36,6 +36,10 @@ class Plan:
     ``thinking`` (Messages API) is ``(text, signature)``; ``redacted`` adds a
     ``redacted_thinking`` block with that data.  ``status``/``error`` answer an error
     instead; ``drop_after_events`` ends a stream early (a dropped connection).
+    ``usage`` replaces the answer's usage object (in the provider's own shape; a stream
+    carries it where the provider does: Messages ``message_start`` and
+    ``message_delta``, Chat a last chunk with ``choices: []`` only when the request asked
+    for it with ``stream_options.include_usage``, Responses ``response.completed``).
     """
 
     text: str = ""
@@ -45,17 +49,19 @@ class Plan:
     status: int = 200
     error: dict[str, Any] | None = None
     drop_after_events: int | None = None
+    usage: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class ReceivedRequest:
-    """What the upstream received: path, headers (lower-case names), JSON body and the
-    provider-rule problems found in it (``[]`` when valid)."""
+    """What the upstream received: path, headers (lower-case names), JSON body, the
+    provider-rule problems found in it (``[]`` when valid) and the body's bytes."""
 
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
     problems: list[str]
+    raw: bytes = b""
 
 
 Script = Callable[[str, dict[str, Any]], Plan]
@@ -106,6 +112,7 @@ class ScriptedUpstream:
             Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
             Route("/stats", self._stats, methods=["GET"]),
+            Route("/", self._root, methods=["GET", "HEAD"]),
         ])
 
     def _next(self, prefix: str) -> str:
@@ -113,7 +120,8 @@ class ScriptedUpstream:
             return f"{prefix}{next(self._ids):06d}"
 
     async def _take(self, request: Request, kind: str) -> tuple[dict[str, Any], Plan]:
-        body = json.loads(await request.body())
+        raw = await request.body()
+        body = json.loads(raw)
         problems: list[str] = []
         if self.validate:
             problems = _problems(kind, body)
@@ -121,12 +129,21 @@ class ScriptedUpstream:
             self.count += 1
             self.invalid += bool(problems)
             if self.keep_bodies:
-                self.received.append(ReceivedRequest(path=request.url.path, headers={k.lower(): v for k, v in request.headers.items()}, body=body, problems=problems))
+                self.received.append(ReceivedRequest(path=request.url.path, headers={k.lower(): v for k, v in request.headers.items()}, body=body, problems=problems, raw=raw))
         return body, self.script(kind, body)
 
     async def _count_tokens(self, request: Request) -> Response:
-        body = json.loads(await request.body())
+        raw = await request.body()
+        body = json.loads(raw)
+        with self._lock:
+            if self.keep_bodies:
+                self.received.append(ReceivedRequest(path=request.url.path, headers={k.lower(): v for k, v in request.headers.items()}, body=body, problems=[], raw=raw))
         return JSONResponse({"input_tokens": len(json.dumps(body.get("messages", []))) // 4})
+
+    async def _root(self, request: Request) -> Response:
+        """``GET`` / ``HEAD /``: what a provider's root answers (404 with a marker header)."""
+        return JSONResponse({"type": "error", "error": {"type": "not_found_error", "message": "scripted root"}}, status_code=404,
+                            headers={"x-scripted-root": request.method})
 
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "gpt-4o", "object": "model", "created": 0, "owned_by": "scripted"}]})
@@ -148,12 +165,15 @@ class ScriptedUpstream:
         rid, model = self._next("chatcmpl-"), str(body.get("model", ""))
         calls = [{"id": self._next("call_"), "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for n, a in plan.tool_calls]
         finish = "tool_calls" if calls else "stop"
+        usage = plan.usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         if body.get("stream"):
-            return self._stream(_chat_events(rid, model, plan.text, calls, finish), plan)
+            options = body.get("stream_options")
+            asked = isinstance(options, dict) and options.get("include_usage") is True
+            return self._stream(_chat_events(rid, model, plan.text, calls, finish, usage if asked else None), plan)
         message = {"role": "assistant", "content": plan.text or None, "refusal": None, **({"tool_calls": calls} if calls else {})}
         return JSONResponse({"id": rid, "object": "chat.completion", "created": int(time.time()), "model": model,
                              "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-                             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+                             "usage": usage})
 
     # -- Messages ------------------------------------------------------------------------
     async def _messages(self, request: Request) -> Response:
@@ -170,7 +190,7 @@ class ScriptedUpstream:
         blocks.extend({"type": "tool_use", "id": self._next("toolu_"), "name": n, "input": a} for n, a in plan.tool_calls)
         stop = "tool_use" if plan.tool_calls else "end_turn"
         message = {"id": self._next("msg_"), "type": "message", "role": "assistant", "model": str(body.get("model", "")), "content": blocks,
-                   "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+                   "stop_reason": stop, "stop_sequence": None, "usage": plan.usage or {"input_tokens": 10, "output_tokens": 5}}
         if body.get("stream"):
             return self._stream(_messages_events(message), plan)
         return JSONResponse(message)
@@ -190,7 +210,7 @@ class ScriptedUpstream:
                       for n, a in plan.tool_calls)
         response = {"id": self._next("resp_"), "object": "response", "created_at": time.time(), "status": "completed", "model": str(body.get("model", "")),
                     "output": output, "parallel_tool_calls": True, "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools", []),
-                    "error": None, "incomplete_details": None}
+                    "error": None, "incomplete_details": None, **({"usage": plan.usage} if plan.usage else {})}
         if body.get("stream"):
             return self._stream(_responses_events(response), plan)
         return JSONResponse(response)
@@ -230,7 +250,7 @@ def _pieces(text: str, n: int = 3) -> list[str]:
     return [text[i:i + step] for i in range(0, len(text), step)] or [""]
 
 
-def _chat_events(rid: str, model: str, text: str, calls: list[dict[str, Any]], finish: str) -> Iterator[bytes]:
+def _chat_events(rid: str, model: str, text: str, calls: list[dict[str, Any]], finish: str, usage: dict[str, Any] | None = None) -> Iterator[bytes]:
     base = {"id": rid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
@@ -244,11 +264,16 @@ def _chat_events(rid: str, model: str, text: str, calls: list[dict[str, Any]], f
         for piece in _pieces(call["function"]["arguments"]):
             yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
     yield chunk({}, finish)
+    if usage is not None:
+        yield _sse({**base, "choices": [], "usage": usage})
     yield b"data: [DONE]\n\n"
 
 
 def _messages_events(message: dict[str, Any]) -> Iterator[bytes]:
-    yield _sse({"type": "message_start", "message": {**message, "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}, "message_start")
+    """The stream of ``message``: its usage as the API streams it, everything but
+    ``output_tokens`` (1) in ``message_start``, the final ``output_tokens`` in ``message_delta``."""
+    usage = message["usage"]
+    yield _sse({"type": "message_start", "message": {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}}, "message_start")
     yield _sse({"type": "ping"}, "ping")
     for i, block in enumerate(message["content"]):
         kind = block["type"]
@@ -268,7 +293,7 @@ def _messages_events(message: dict[str, Any]) -> Iterator[bytes]:
             for piece in _pieces(json.dumps(block["input"])):
                 yield _sse({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece}}, "content_block_delta")
         yield _sse({"type": "content_block_stop", "index": i}, "content_block_stop")
-    yield _sse({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": 5}}, "message_delta")
+    yield _sse({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": usage.get("output_tokens", 0)}}, "message_delta")
     yield _sse({"type": "message_stop"}, "message_stop")
 
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-__all__ = ["DEFAULT_ANTHROPIC_UPSTREAM", "DEFAULT_MODEL_BUDGETS", "DEFAULT_OPENAI_UPSTREAM", "ServerSettings", "is_loopback"]
+__all__ = ["DEFAULT_ANTHROPIC_UPSTREAM", "DEFAULT_MODEL_BUDGETS", "DEFAULT_OPENAI_UPSTREAM", "PROXY_MODES", "ServerSettings", "is_loopback"]
 
 DEFAULT_OPENAI_UPSTREAM = "https://api.openai.com/v1"
 """Base URL of the OpenAI API, ``/v1`` included (as the OpenAI SDK's ``base_url``)."""
@@ -33,6 +33,9 @@ DEFAULT_MODEL_BUDGETS: tuple[tuple[str, int], ...] = (
 """Token budget of a proxied request without ``x-contextledger-budget``, by model-name
 prefix (first match; the policy's ``default_budget_tokens`` otherwise).  Agents declare
 many tools (Claude Code: ≈ 15,000 tokens of schemas), which count against the budget."""
+
+PROXY_MODES = ("assemble", "shadow")
+"""``ServerSettings.proxy_mode`` values (:data:`contextledger.server.proxy.shadow.MODES`)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -74,6 +77,12 @@ class ServerSettings:
         model_budgets: default budget by model prefix (``CONTEXTLEDGER_MODEL_BUDGETS``).
         telemetry: emit an OpenTelemetry span per assembly (``CONTEXTLEDGER_OTEL=1``,
             or any ``OTEL_EXPORTER_OTLP_ENDPOINT``).
+        proxy_mode: ``"assemble"`` (send the assembled request) or ``"shadow"`` (send
+            the client's own, record what the assembly would have sent:
+            :mod:`contextledger.server.proxy.shadow`; ``CONTEXTLEDGER_PROXY_MODE``).
+        stream_usage: add ``stream_options.include_usage`` to streamed OpenAI Chat
+            requests that do not set it, so the upstream reports their usage
+            (``CONTEXTLEDGER_STREAM_USAGE=1``; off: the client's request as sent).
     """
 
     db: str | None = None
@@ -87,6 +96,12 @@ class ServerSettings:
     upstream_timeout_s: float = 600.0
     model_budgets: tuple[tuple[str, int], ...] = field(default=DEFAULT_MODEL_BUDGETS)
     telemetry: bool = False
+    proxy_mode: str = "assemble"
+    stream_usage: bool = False
+
+    def __post_init__(self) -> None:
+        if self.proxy_mode not in PROXY_MODES:
+            raise ValueError(f"proxy mode must be one of {', '.join(PROXY_MODES)}, got {self.proxy_mode!r}")
 
     @property
     def loopback(self) -> bool:
@@ -121,6 +136,8 @@ class ServerSettings:
             upstream_timeout_s=float(e.get("CONTEXTLEDGER_UPSTREAM_TIMEOUT", "600")),
             model_budgets=_budgets(e["CONTEXTLEDGER_MODEL_BUDGETS"]) if e.get("CONTEXTLEDGER_MODEL_BUDGETS") else DEFAULT_MODEL_BUDGETS,
             telemetry=e.get("CONTEXTLEDGER_OTEL", "") not in ("", "0", "false") or bool(e.get("OTEL_EXPORTER_OTLP_ENDPOINT")),
+            proxy_mode=(e.get("CONTEXTLEDGER_PROXY_MODE") or "assemble").strip().lower(),
+            stream_usage=e.get("CONTEXTLEDGER_STREAM_USAGE", "") not in ("", "0", "false"),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         for k in ("openai_upstream", "anthropic_upstream"):
@@ -140,6 +157,8 @@ class ServerSettings:
             "CONTEXTLEDGER_UPSTREAM_TIMEOUT": str(self.upstream_timeout_s),
             "CONTEXTLEDGER_MODEL_BUDGETS": ",".join(f"{p}={n}" for p, n in self.model_budgets),
             "CONTEXTLEDGER_OTEL": "1" if self.telemetry else "0",
+            "CONTEXTLEDGER_PROXY_MODE": self.proxy_mode,
+            "CONTEXTLEDGER_STREAM_USAGE": "1" if self.stream_usage else "0",
         }
         if self.db:
             env["CONTEXTLEDGER_DB"] = self.db

@@ -52,6 +52,19 @@ def get_conversation(conversation_id: str, request: Request, scope: ScopeDep) ->
     return {**conv.model_dump(mode="json"), "branches": [b.model_dump(mode="json") for b in branches]}
 
 
+@router.get("/{conversation_id}/cost", summary="Cost per request and per conversation, beside a plain replay's")
+def get_cost(conversation_id: str, request: Request, scope: ScopeDep) -> dict[str, Any]:
+    """``{"conversation_id", "requests": [{assembly_id, created_at, cost}], "totals"}``
+    (:mod:`contextledger.inspector.cost_view`); 404 for an unknown conversation."""
+    from contextledger.inspector.cost_view import conversation_cost, request_costs
+    from contextledger.inspector.views import assemblies_of
+
+    store = ledger_of(request).store
+    store.get_conversation(scope, conversation_id)
+    assemblies = assemblies_of(store, scope, conversation_id)
+    return {"conversation_id": conversation_id, "requests": request_costs(assemblies), "totals": conversation_cost(assemblies)}
+
+
 def _record_message(rec: Recorder, conversation_id: str, body: MessageIn) -> dict[str, Any]:
     msg = rec.record_message(conversation_id, body.role, body.content, branch_id=body.branch_id, participant_id=body.participant_id, content_key=body.content_key)
     return {"type": "message", "message": msg.model_dump(mode="json")}

@@ -3,7 +3,8 @@
 
 Pages (server-rendered HTML; one small script for filters-on-change and live updates):
 
-* ``/`` — conversations, newest first, with a search;
+* ``/`` — conversations, newest first, with a search; below them the newest proxy
+  requests forwarded without a recorded turn (not assembled, or side calls) with why;
 * ``/conversations/{id}`` — the user-visible transcript, the branch tree, participants and
   every model request (assembly) on the timeline; updates itself while the proxy records
   new requests (it polls ``/conversations/{id}/version``);
@@ -38,6 +39,7 @@ from contextledger.inspector.views import (
 from contextledger.inspector.whynot import why_not
 from contextledger.server.deps import ledger_of, page_scope
 from contextledger.server.html import render, static_router
+from contextledger.server.proxy.events import events_of
 from contextledger.store.base import Scope
 
 __all__ = ["router"]
@@ -55,7 +57,8 @@ def _problem(request: Request, exc: ContextLedgerError) -> HTMLResponse:
 @router.get("/", response_class=HTMLResponse)
 def conversations_page(request: Request, scope: ScopeDep, q: str = "") -> HTMLResponse:
     rows = conversation_rows(ledger_of(request), scope, q or None)
-    return render(request, "conversations.html", title="Conversations", rows=rows, q=q)
+    forwarded = events_of(request.app).recent(scope.tenant_id)  # requests not recorded (.proxy.events)
+    return render(request, "conversations.html", title="Conversations", rows=rows, q=q, forwarded=forwarded)
 
 
 @router.get("/conversations/{conversation_id}", response_class=HTMLResponse)
@@ -91,6 +94,8 @@ def assembly_page(
     except ContextLedgerError as exc:
         return _problem(request, exc)
     shown = [d for d in v.decisions.records if (not decision or d.decision == decision) and (not reason or d.reason == reason)]
+    # transcript order (records without a place — calls, rules, system pieces — after, as listed)
+    shown = [d for _, d in sorted(enumerate(shown), key=lambda x: (x[1].record_id not in v.places, v.places[x[1].record_id].seq if x[1].record_id in v.places else 0, x[0]))]
     scale = max(v.record.replay_tokens, v.record.budget_tokens, v.record.assembled_tokens, 1)
     from contextledger.explain import retrieval_explanation
 

@@ -10,6 +10,7 @@ from contextledger.server.proxy.anthropic import AnthropicDialect
 from contextledger.server.proxy.openai_chat import OpenAIChatDialect
 from contextledger.server.proxy.openai_responses import OpenAIResponsesDialect
 from contextledger.server.proxy.pipeline import forward_other, handle
+from contextledger.server.proxy.probes import count_tokens
 
 __all__ = ["router"]
 
@@ -34,9 +35,16 @@ async def messages(request: Request) -> Response:
 async def responses(request: Request) -> Response:
     return await handle(request, _RESPONSES)
 
+
+@router.post("/messages/count_tokens", summary="Anthropic token count of the assembled request", openapi_extra=_BODY)
+async def count_message_tokens(request: Request) -> Response:
+    """The upstream's count of the request as the proxy will send it (:mod:`.probes`)."""
+    return await count_tokens(request, _MESSAGES, "messages/count_tokens")
+
+
 @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
 async def other(path: str, request: Request) -> Response:
-    """Any other provider route (model lists, token counting …), forwarded untouched: to
+    """Any other provider route (model lists …), forwarded untouched: to
     the Anthropic upstream when the request carries ``anthropic-version`` or ``x-api-key``,
     else to the OpenAI upstream."""
     anthropic = "anthropic-version" in request.headers or "x-api-key" in request.headers

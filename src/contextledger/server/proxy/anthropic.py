@@ -1,13 +1,29 @@
 """The Anthropic Messages dialect (``POST /v1/messages``).
 
 Request: ``system`` (a string or text blocks) is the client's system prompt and goes
-upstream verbatim; the ledger's own blocks (rules, pinned constraints) follow as one more
-text block.  ``messages`` is replaced by the assembled history, except that the assistant
+upstream verbatim.  A ``role: "system"`` entry inside ``messages`` is client context, not
+history (Claude Code's agent and skill listing, its standing reminders): it is folded, in
+order, into the system prefix as a text block after the client's own blocks, an entry
+repeated word for word only once — valid for every Messages API version, and the prefix
+stays byte-stable from turn to turn (a client keeps its entries in its history, so a new
+one extends the prefix once and a repeated one not at all).  The ledger's own blocks (rules, pinned constraints) follow as one more text
+block.  ``messages`` is replaced by the assembled history, except that the assistant
 message a tool loop continues — the one before the newest ``tool_result`` blocks — is sent
 byte for byte as the client sent it, with its signed ``thinking`` / ``redacted_thinking``
-blocks (the API refuses a modified one).  A ``cache_control`` breakpoint marks the end of
-the stable prefix (tools and system) unless the client placed one there or already uses
-the API's four.  ``tools`` go upstream as sent, plus the minimal declaration of a tool
+blocks (the API refuses a modified one).  Breakpoints: the client's ``cache_control``
+markers on ``tools`` and ``system`` stay where they are; the one it puts on its newest
+message goes on the last block of the assembled newest message (the history before it is
+the assembly's, so markers on older client messages have no equivalent place and are
+dropped); one more marks the end of the stable prefix (tools and system) unless the
+client placed one there, and inside an epoch, while the API's four allow, one marks the
+end of the frozen prefix (the last message the request reuses unchanged from the previous
+one, ``record.epoch["reused_messages"]``).  Every older assistant message
+the assembly renders as the client's own turn without its signed thinking goes upstream
+with it too, so each turn is sent the same way on every request.
+
+Session: Claude Code names its session in ``x-claude-code-session-id`` and in
+``metadata.user_id`` (a JSON object with ``session_id``, or the older
+``user_…_account_…_session_<uuid>`` string).  ``tools`` go upstream as sent, plus the minimal declaration of a tool
 called in the history but no longer declared; every other field passes unchanged.
 
 Answer: the ``message`` object of a JSON body; for a stream, the object rebuilt from
@@ -20,14 +36,18 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contextledger.assembly.assembler import AssemblyResult
-from contextledger.server.proxy.bodies import BodyDialect
+from contextledger.records.enums import Role
+from contextledger.records.parts import TextPart
+from contextledger.server.proxy.bodies import BodyDialect, BodyRequest
 from contextledger.server.proxy.dialect import Answer, AnswerStream
 from contextledger.server.proxy.reconcile import ParsedRequest
 from contextledger.server.proxy.sse import SseEvent
+from contextledger.tokens import count_tokens
 
 __all__ = ["MAX_CACHE_BREAKPOINTS", "AnthropicDialect"]
 
@@ -45,17 +65,78 @@ def _count_breakpoints(value: Any) -> int:
     return 0
 
 
-def _system_blocks(system: Any, ledger_blocks: Sequence[str]) -> list[dict[str, Any]] | str | None:
-    """The client's system prompt with the ledger's blocks appended."""
-    if not ledger_blocks:
+def _system_blocks(system: Any, context: Sequence[str], ledger_blocks: Sequence[str]) -> list[dict[str, Any]] | str | None:
+    """The client's system prompt, then its context entries, then the ledger's blocks."""
+    if not ledger_blocks and not context:
         return copy.deepcopy(system) if system is not None else None
     blocks: list[dict[str, Any]] = []
     if isinstance(system, str) and system:
         blocks.append({"type": "text", "text": system})
     elif isinstance(system, list):
         blocks.extend(copy.deepcopy(system))
-    blocks.append({"type": "text", "text": "\n\n".join(ledger_blocks)})
+    blocks.extend({"type": "text", "text": text} for text in context if text)
+    if ledger_blocks:
+        blocks.append({"type": "text", "text": "\n\n".join(ledger_blocks)})
     return blocks
+
+
+_SESSION_HEADER = "x-claude-code-session-id"
+_LEGACY_SESSION = re.compile(r"_session_([0-9A-Za-z-]{8,64})$")
+
+
+def _session_of_user_id(user_id: Any) -> str | None:
+    """The session id inside ``metadata.user_id`` (see module docstring)."""
+    if not isinstance(user_id, str) or not user_id:
+        return None
+    try:
+        doc = json.loads(user_id)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        sid = doc.get("session_id")
+        return sid if isinstance(sid, str) and sid else None
+    found = _LEGACY_SESSION.search(user_id)
+    return found.group(1) if found else None
+
+
+def _newest_marker(messages: list[Any]) -> dict[str, Any] | None:
+    """The ``cache_control`` of the client's newest history message (its last marked
+    block; ``system`` entries are context, not history)."""
+    newest = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") != "system"), None)
+    if newest is None or not isinstance(newest.get("content"), list):
+        return None
+    marks = [b["cache_control"] for b in newest["content"] if isinstance(b, dict) and isinstance(b.get("cache_control"), dict)]
+    return copy.deepcopy(marks[-1]) if marks else None
+
+
+def _mark_last_block(message: dict[str, Any], marker: dict[str, Any], *, keep: bool = False) -> dict[str, Any]:
+    """``message`` with ``marker`` on its last block (a string content becomes one text
+    block); ``keep``: a block already marked keeps its marker."""
+    content = message.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}] if content else []
+    if not isinstance(content, list) or not content or not isinstance(content[-1], dict) or content[-1].get("type") in _THINKING:
+        return message
+    if keep and "cache_control" in content[-1]:
+        return message
+    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": marker}]}
+
+
+def _unmark_older(messages: list[dict[str, Any]], excess: int) -> None:
+    """Remove ``excess`` ``cache_control`` markers from the oldest messages (never the newest)."""
+    for i, m in enumerate(messages[:-1]):
+        content = m.get("content")
+        if excess <= 0:
+            return
+        if not isinstance(content, list):
+            continue
+        blocks = []
+        for b in content:
+            if excess > 0 and isinstance(b, dict) and "cache_control" in b:
+                b = {k: v for k, v in b.items() if k != "cache_control"}
+                excess -= 1
+            blocks.append(b)
+        messages[i] = {**m, "content": blocks}
 
 
 def _continued_turn(messages: list[Any]) -> dict[str, Any] | None:
@@ -70,6 +151,41 @@ def _continued_turn(messages: list[Any]) -> dict[str, Any] | None:
     if not isinstance(turn, dict) or turn.get("role") != "assistant" or not isinstance(turn.get("content"), list):
         return None
     return turn if any(isinstance(b, dict) and b.get("type") in _THINKING for b in turn["content"]) else None
+
+
+def _strip(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` without its thinking blocks and cache markers (as the assembly renders it)."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in content if not (isinstance(b, dict) and b.get("type") in _THINKING)]}
+
+
+def _signed(message: dict[str, Any]) -> bool:
+    """Whether ``message`` holds a thinking block the Messages API signed: a ``thinking``
+    block with a ``signature`` string, or a ``redacted_thinking`` block with its ``data``."""
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and ((b.get("type") == "thinking" and isinstance(b.get("signature"), str) and b["signature"]) or (b.get("type") == "redacted_thinking" and isinstance(b.get("data"), str)))
+        for b in content
+    )
+
+
+def _keep_signed_turns(messages: list[dict[str, Any]], client: list[Any]) -> None:
+    """Every assembled assistant message that is the client's own turn without its signed
+    thinking goes upstream as the client sent it, thinking included: the continued turn
+    has to (the API refuses a modified one), and an older turn rendered the same way on
+    every request keeps the prefix the provider saw byte-stable.  The client's body
+    is the only source of these blocks, so a signature always comes from the Messages
+    API it was issued by (never another provider's opaque reasoning)."""
+    signed = {json.dumps(_strip(m), sort_keys=True): m for m in client if isinstance(m, dict) and m.get("role") == "assistant" and _signed(m)}
+    if not signed:
+        return
+    for i, m in enumerate(messages):
+        if m.get("role") == "assistant":
+            hit = signed.get(json.dumps(_strip(m), sort_keys=True))
+            if hit is not None:
+                messages[i] = hit
 
 
 def _tool_use_ids(message: dict[str, Any]) -> list[str]:
@@ -89,9 +205,35 @@ class AnthropicDialect(BodyDialect):
     def upstream_base(self, settings: Any) -> str:
         return str(settings.anthropic_upstream)
 
+    def session_key(self, headers: Mapping[str, str], body: dict[str, Any]) -> str | None:
+        """Claude Code's session id (see module docstring), ``None`` without one."""
+        given = headers.get(_SESSION_HEADER)
+        metadata = body.get("metadata")
+        sid = given.strip() if isinstance(given, str) and given.strip() else _session_of_user_id(metadata.get("user_id") if isinstance(metadata, dict) else None)
+        return f"anthropic-session:{sid}" if sid else None
+
+    def upstream_tokens(self, body: dict[str, Any]) -> int | None:
+        """o200k tokens of the compact JSON of ``system``, ``messages`` and ``tools``."""
+        fields = {k: body[k] for k in ("system", "messages", "tools") if k in body}
+        return count_tokens(json.dumps(fields, ensure_ascii=False, separators=(",", ":")))
+
+    def parse(self, body: dict[str, Any]) -> ParsedRequest:
+        """The body's history without its ``system`` entries, which are kept apart as the
+        request's client context (see module docstring)."""
+        parsed = super().parse(body)
+        assert isinstance(parsed, BodyRequest)
+        entries = [m for m in parsed.messages if m.role is Role.SYSTEM]
+        if entries:
+            parsed.messages = [m for m in parsed.messages if m.role is not Role.SYSTEM]
+            texts = ("\n".join(p.text for p in m.parts if isinstance(p, TextPart)) for m in entries)
+            parsed.context = list(dict.fromkeys(t for t in texts if t.strip()))  # a repeated reminder once: the prefix stays put
+            parsed.reserved_tokens = sum(count_tokens(json.dumps({"type": "text", "text": t}, ensure_ascii=False, separators=(",", ":"))) for t in parsed.context)
+        return parsed
+
     def upstream_body(self, body: dict[str, Any], parsed: ParsedRequest, result: AssemblyResult, ledger_blocks: Sequence[str]) -> dict[str, Any]:
         messages = [dict(m) for m in result.payload.get("messages", [])]
-        turn = _continued_turn(body.get("messages") or [])
+        client = body.get("messages") or []
+        turn = _continued_turn(client)
         if turn is not None:
             ids = _tool_use_ids(turn)
             for i in range(len(messages) - 1, -1, -1):
@@ -99,8 +241,13 @@ class AnthropicDialect(BodyDialect):
                     if _tool_use_ids(messages[i]) == ids:
                         messages[i] = turn
                     break
+        _keep_signed_turns(messages, client)
+        marker = _newest_marker(client)
+        if marker is not None and messages and messages[-1].get("role") == "user":
+            messages[-1] = _mark_last_block(messages[-1], marker)
         out = {**body, "messages": messages}
-        system = _system_blocks(body.get("system"), ledger_blocks)
+        context = parsed.context if isinstance(parsed, BodyRequest) else []
+        system = _system_blocks(body.get("system"), context, ledger_blocks)
         if system is None:
             out.pop("system", None)
         else:
@@ -110,6 +257,13 @@ class AnthropicDialect(BodyDialect):
         if missing:
             out["tools"] = [*(body.get("tools") or []), *missing]
         self._mark_stable_prefix(out)
+        reused = int((result.record.epoch or {}).get("reused_messages") or 0)
+        if 0 < reused < len(messages) and _count_breakpoints([out.get("system"), out.get("tools"), messages]) < MAX_CACHE_BREAKPOINTS:
+            # the end of the epoch's frozen prefix: the previous request, read from the cache
+            messages[reused - 1] = _mark_last_block(messages[reused - 1], {"type": "ephemeral"}, keep=True)
+        excess = _count_breakpoints([out.get("system"), out.get("tools"), messages]) - MAX_CACHE_BREAKPOINTS
+        if excess > 0:
+            _unmark_older(messages, excess)
         return out
 
     @staticmethod

@@ -23,10 +23,14 @@ _SYSTEM = (Role.SYSTEM, Role.DEVELOPER)
 
 
 class BodyRequest(ParsedRequest):
-    """A parsed request that keeps its body and how many system messages led it."""
+    """A parsed request that keeps its body, how many system messages led it, how many
+    messages of the parsed body it holds (``consumed``: the answer's messages follow
+    them) and the client context a dialect took out of the history (``context``)."""
 
     body: dict[str, Any]
     head: int
+    consumed: int
+    context: list[str]
 
 
 class BodyDialect(Dialect):
@@ -48,12 +52,14 @@ class BodyDialect(Dialect):
         )
         parsed.body = body
         parsed.head = head
+        parsed.consumed = len(messages)
+        parsed.context = []
         return parsed
 
     def answer_from_json(self, parsed: ParsedRequest, data: dict[str, Any]) -> Answer:
         assert isinstance(parsed, BodyRequest)
         transcript = parse_request_body(self.body_provider, parsed.body, response=data)
-        new = transcript.messages[parsed.head + len(parsed.messages):]
+        new = transcript.messages[parsed.consumed:]
         usage = data.get("usage")
         choices = data.get("choices")
         finish = choices[0].get("finish_reason") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None

@@ -13,10 +13,12 @@ message chained to the conversation key.  A recorded message stores its chain ke
 * two workers reconciling the same request compute the same keys, so each message is
   recorded once.
 
-The fingerprint is what a client echoes back unchanged: text, tool calls (id, name,
-arguments as canonical JSON), tool results (id, error flag, sha256 of the text), images
-by content address.  Reasoning (thinking) is left out: Chat clients drop it and the
-Messages API lets clients omit it from earlier turns.
+The fingerprint is what identifies a message when a client echoes it: text, tool calls
+by meaning (provider call id and tool name — a client echoes a call with the defaults
+it filled in, re-ordered keys or re-encoded JSON, and it is still the recorded call; the
+provider issues a new id for a new call), tool results (id, error flag, sha256 of the
+text), images by content address.  Reasoning (thinking) is left out: Chat clients drop
+it and the Messages API lets clients omit it from earlier turns.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def _part(p: Part) -> list[Any] | None:
     if isinstance(p, ThinkingPart):
         return None
     if isinstance(p, ToolCallPart):
-        return ["call", p.call_id, p.tool_name, canonical_arguments(p.arguments_json)]
+        return ["call", p.call_id, p.tool_name]
     if isinstance(p, ToolResultPart):
         return ["result", p.call_id, p.is_error, _sha(p.text), [i.blob_key or i.url for i in p.images]]
     if isinstance(p, ImagePart):

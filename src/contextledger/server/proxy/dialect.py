@@ -9,8 +9,9 @@ from a JSON body or an SSE stream, and speaks the provider's error shape.
 from __future__ import annotations
 
 import hashlib
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,18 @@ class Dialect(ABC):
     upstream_path: str
     gen_ai_provider: str
 
+    def session_key(self, headers: Mapping[str, str], body: dict[str, Any]) -> str | None:
+        """The client's own session id, when its requests carry one (a header, a body
+        field): two sessions never share it.  ``None`` (the default): the client names
+        none, and the conversation is found from the history itself
+        (:func:`~.reconcile.conversation_for`)."""
+        return None
+
+    def upstream_tokens(self, body: dict[str, Any]) -> int | None:
+        """Tokens of what the model reads in an upstream body (o200k, compact JSON of the
+        model-facing fields), for the budget check; ``None``: not measured."""
+        return None
+
     @abstractmethod
     def upstream_base(self, settings: Any) -> str:
         """The configured base URL of the upstream."""
@@ -82,6 +95,14 @@ class Dialect(ABC):
     def upstream_body(self, body: dict[str, Any], parsed: ParsedRequest, result: AssemblyResult, ledger_blocks: Sequence[str]) -> dict[str, Any]:
         """The body sent upstream: ``body`` with its history replaced by the assembly and
         ``ledger_blocks`` (rules, pinned constraints) after the client's system prompt."""
+
+    def reserved_tokens(self, body: dict[str, Any], parsed: ParsedRequest) -> int:
+        """Tokens (the provider's counting of :mod:`contextledger.providers.counting`) that
+        :meth:`upstream_body` sends verbatim beyond what the assembly counts for the same
+        parts (its system blocks and tool schemas): the proxy takes them off the budget
+        it assembles under, so the upstream body stays within the budget.  ``0`` by
+        default (the assembly's own rendering is what goes upstream)."""
+        return 0
 
     @abstractmethod
     def answer_from_json(self, parsed: ParsedRequest, data: dict[str, Any]) -> Answer:
@@ -100,13 +121,46 @@ class Dialect(ABC):
         """The SSE bytes that tell a client its stream broke off."""
 
 
+def session_from(headers: Mapping[str, str], body: dict[str, Any], names: Sequence[str]) -> str | None:
+    """The first non-empty of the headers ``names`` (lower-case, in order of preference),
+    else the body's ``prompt_cache_key``; ``None`` when the client sends neither (the
+    OpenAI dialects' :meth:`Dialect.session_key`)."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    for name in names:
+        value = lower.get(name, "").strip()
+        if value:
+            return value
+    cache_key = body.get("prompt_cache_key")
+    return cache_key.strip() if isinstance(cache_key, str) and cache_key.strip() else None
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def prompt_cache_key(result: AssemblyResult) -> str:
+    """The ``prompt_cache_key`` the OpenAI dialects send when the client sent none:
+    derived from the conversation (``cl-`` and 32 hex of its tenant and id), so every
+    request of one conversation is routed to the same prompt cache and two
+    conversations never share one."""
+    r = result.record
+    return "cl-" + hashlib.sha256(f"{r.tenant_id}\x1f{r.conversation_id}".encode()).hexdigest()[:32]
+
+
 def ledger_system_blocks(result: AssemblyResult, system_sha256: str | None, request_system: str) -> list[str]:
     """The assembled system blocks the ledger adds (rules, pinned constraints): every block
-    except the conversation's recorded system prompt and the request's own (which the
-    client's body carries verbatim)."""
+    except the conversation's recorded system prompt and the request's own, whole or as
+    the assembly cut it to fit a budget (the client's body carries it verbatim)."""
     own = request_system.strip()
-    return [b for b in result.request.system if b.strip() and b.strip() != own and _sha(b.strip()) != system_sha256]
+    return [b for b in result.request.system if b.strip() and b.strip() != own and _sha(b.strip()) != system_sha256 and not _cut_of(b.strip(), own)]
+
+
+_CUT = re.compile(r"\n\[… [\d,]+ tokens omitted; full text in the ledger \(system prompt\) …\]\n")
+
+
+def _cut_of(block: str, own: str) -> bool:
+    """Whether ``block`` is the assembly's cut of ``own`` (its head and tail around the
+    omission marker of :func:`~contextledger.assembly.last_resort.cut_text`): the client
+    sends its own system prompt whole, so the cut is not a block of the ledger's."""
+    m = _CUT.search(block)
+    return m is not None and bool(own) and own.startswith(block[:m.start()].strip()) and own.endswith(block[m.end():].strip())

@@ -6,6 +6,8 @@ is replaced upstream by the assembled messages.  The
 ledger's own system blocks (rules, pinned constraints) follow the client's as one more
 ``system`` message.  ``tools`` go upstream as the client sent them, plus the minimal
 declaration the serializer gives a tool called in the history but no longer declared.
+The client's session (a session header such as opencode's ``x-session-id``, else
+``prompt_cache_key``) keys the conversation.
 
 Answer: ``choices[0].message`` of a JSON body; for a stream, the ``chat.completion.chunk``
 deltas of choice 0 (content, reasoning, tool calls by index) up to ``data: [DONE]``.
@@ -14,16 +16,19 @@ deltas of choice 0 (content, reasoning, tool calls by index) up to ``data: [DONE
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contextledger.assembly.assembler import AssemblyResult
 from contextledger.server.proxy.bodies import BodyDialect, BodyRequest
-from contextledger.server.proxy.dialect import Answer, AnswerStream
+from contextledger.server.proxy.dialect import Answer, AnswerStream, prompt_cache_key, session_from
 from contextledger.server.proxy.reconcile import ParsedRequest
 from contextledger.server.proxy.sse import SseEvent
 
-__all__ = ["OpenAIChatDialect"]
+__all__ = ["SESSION_HEADERS", "OpenAIChatDialect"]
+
+SESSION_HEADERS = ("x-session-id", "session-id", "session_id", "x-conversation-id", "conversation-id", "conversation_id")
+"""Headers that carry a Chat client's session id, in order of preference (lower-case)."""
 
 
 def _function_tools(tools: Any) -> list[dict[str, Any]]:
@@ -44,6 +49,11 @@ class OpenAIChatDialect(BodyDialect):
     def upstream_base(self, settings: Any) -> str:
         return str(settings.openai_upstream)
 
+    def session_key(self, headers: Mapping[str, str], body: dict[str, Any]) -> str | None:
+        """The client's session id: the first of :data:`SESSION_HEADERS` it sends, else
+        the body's ``prompt_cache_key``; ``None`` when it sends neither."""
+        return session_from(headers, body, SESSION_HEADERS)
+
     def upstream_body(self, body: dict[str, Any], parsed: ParsedRequest, result: AssemblyResult, ledger_blocks: Sequence[str]) -> dict[str, Any]:
         assembled = list(result.payload.get("messages", []))
         if assembled and assembled[0].get("role") == "system":
@@ -55,6 +65,8 @@ class OpenAIChatDialect(BodyDialect):
         missing = [t for t in result.payload.get("tools", []) if t.get("function", {}).get("name") not in declared]
         if missing:
             out["tools"] = [*(body.get("tools") or []), *missing]
+        if "prompt_cache_key" not in body:  # the conversation's, so its prefix is cached in one place
+            out["prompt_cache_key"] = prompt_cache_key(result)
         return out
 
     def answer_stream(self, parsed: ParsedRequest) -> AnswerStream:

@@ -1,14 +1,18 @@
 """The proxy's path for one request (issue "Drop-in", steps 1–5).
 
-1. identify the conversation (:func:`~.reconcile.conversation_for`); a client that names it
+1. identify the conversation (:func:`~.reconcile.conversation_for`: named by the client,
+   else by its session, else by the history's first answer); a client that names it
    may send only its new messages (``x-contextledger-history: delta``): they continue the
    conversation's newest message;
 2. record what of the client's history is new (:func:`~.reconcile.record_chain`: once,
    forks for changed history, raw tool results as artifacts first);
 3. assemble under the policy with the request's own tools and budget
-   (``x-contextledger-budget``, else the default of the model, else the policy's);
+   (``x-contextledger-budget``, else the default of the model, else the policy's), less
+   what the client's body sends verbatim (:meth:`~.dialect.Dialect.reserved_tokens`): the
+   budget covers the whole upstream body the model reads (measured by the dialect on the
+   body; an assembly that does not fit beside it is made once more with the excess cut);
 4. forward the client's body with its history replaced, with the client's own credential
-   headers (never stored or logged); stream the answer back chunk by chunk as it arrives
+   headers (never stored or logged) and query string (``?beta=true``); stream the answer back chunk by chunk as it arrives
    and record the assistant turn (with its ModelRun: provider, model, assembly, usage) once
    the stream ended as the provider ends one; add
    ``x-contextledger-assembly-id`` (and ``x-contextledger-conversation``);
@@ -16,6 +20,12 @@
    off or end before the provider's last event reach the client as errors in the
    provider's shape (an error event appended to a stream); no answer is recorded for
    them.
+
+In shadow mode (:mod:`.shadow`: ``--proxy-mode shadow`` or ``x-contextledger-mode:
+shadow``) steps 1–3 and the answer's recording are the same, but step 4 forwards the
+client's body byte for byte; the assembly is marked with the tokens of both requests.
+Every answer's reported usage (:mod:`.usage`) is added to its assembly record and the
+``/metrics`` token counters.
 
 A body that is not a JSON object is rejected in the provider's error shape; a body the
 parsers cannot read, or whose assembly fails, is forwarded untouched (the response says
@@ -33,24 +43,38 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from fastapi import HTTPException, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi import Request
+from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from contextledger.assembly.assembler import AssemblyResult
 from contextledger.errors import ContextLedgerError
 from contextledger.ids import new_id
 from contextledger.records.models import ModelRun
-from contextledger.server.deps import resolve_tenant
 from contextledger.server.proxy.chain import chain_keys
 from contextledger.server.proxy.dialect import Answer, Dialect, ledger_system_blocks
+from contextledger.server.proxy.events import events_of, note
 from contextledger.server.proxy.reconcile import (
+    NEW_PREFIX,
     ParsedRequest,
+    anchor_conversation,
     conversation_for,
     delta_base,
     record_chain,
     root_key,
 )
+from contextledger.server.proxy.shadow import request_mode, shadow_headers, shadow_mark
+from contextledger.server.proxy.side_calls import forward_side_call, side_call
 from contextledger.server.proxy.sse import SseParser
+from contextledger.server.proxy.upstream import (
+    _client_headers,
+    _error,
+    _send,
+    _untouched,
+    _with_query,
+    read_request,
+)
+from contextledger.server.proxy.usage import upstream_usage, with_stream_usage
 from contextledger.store.base import Scope
 
 __all__ = ["ASSEMBLY_HEADER", "BUDGET_HEADER", "CONVERSATION_HEADER", "handle"]
@@ -62,26 +86,6 @@ HISTORY_HEADER = "x-contextledger-history"
 BUDGET_HEADER = "x-contextledger-budget"
 ASSEMBLY_HEADER = "x-contextledger-assembly-id"
 PASSTHROUGH_HEADER = "x-contextledger-passthrough"
-
-_HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
-    "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding", "content-encoding",
-})
-
-
-def _upstream_headers(request: Request) -> dict[str, str]:
-    """The client's headers to forward: credentials and provider headers as sent (never
-    logged), minus hop-by-hop headers and the service's own."""
-    out = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP and not k.lower().startswith("x-contextledger-")}
-    out["accept-encoding"] = "identity"
-    return out
-
-
-def _client_headers(upstream: httpx.Headers, extra: dict[str, str]) -> dict[str, str]:
-    out = {k: v for k, v in upstream.items() if k.lower() not in _HOP_BY_HOP}
-    out.update(extra)
-    return out
-
 
 @dataclass(kw_only=True)
 class _Prepared:
@@ -97,6 +101,10 @@ class _Prepared:
     assembly_id: str
     timings_ms: dict[str, float]
     started_at: datetime
+    unnamed: bool = False
+    shadow: dict[str, Any] | None = None
+    """The assembly's shadow mark (:func:`~.shadow.shadow_mark`) when the client's body is sent."""
+    raw: bytes = b""
 
 
 def _budget(request: Request, settings: Any, model: str | None) -> int | None:
@@ -109,8 +117,9 @@ def _budget(request: Request, settings: Any, model: str | None) -> int | None:
     return budget
 
 
-def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: str) -> _Prepared:
-    """Steps 1–3 (a worker thread: database work)."""
+def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: str, shadow_raw: bytes | None = None) -> _Prepared:
+    """Steps 1–3 (a worker thread: database work); with ``shadow_raw`` (the client's
+    bytes, to be sent as they are) the assembly is marked as a shadow one."""
     service = request.app.state.service
     ledger = service.ledger
     scope = Scope(tenant_id=tenant)
@@ -118,32 +127,63 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
     t0 = time.perf_counter()
     parsed = dialect.parse(body)
     budget = _budget(request, service.settings, parsed.model)
+    reserved = dialect.reserved_tokens(body, parsed) + parsed.reserved_tokens
+    if reserved and budget is None:  # what the client's body sends verbatim is part of the budget
+        budget = ledger.runtime.resolve_policy(None).budget.default_budget_tokens
     t1 = time.perf_counter()
     named = request.headers.get(CONVERSATION_HEADER)
     delta = request.headers.get(HISTORY_HEADER, "full").strip().lower()
     if delta not in ("full", "delta") or (delta == "delta" and not named):
         raise ValueError(f"{HISTORY_HEADER} is 'full' (default) or 'delta' (with {CONVERSATION_HEADER})")
-    conv = conversation_for(ledger, scope, named, parsed, source=f"proxy:{dialect.name}")
+    session = None if named else dialect.session_key(request.headers, body)
+    conv = conversation_for(ledger, scope, named, parsed, source=f"proxy:{dialect.name}", session=session)
     root, base = delta_base(ledger, scope, conv) if delta == "delta" else (root_key(conv.id), None)
     keys = chain_keys(root, parsed.messages)
     position = record_chain(ledger, scope, conv.id, parsed.messages, keys, tools=parsed.tools, base=base)
     t2 = time.perf_counter()
     # the replay size is estimated from stored counts (constant work on the request path)
-    result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=budget, scope=scope, replay="estimate")
-    t3 = time.perf_counter()
     system_sha = (conv.metadata.get("proxy") or {}).get("system_sha256")
-    upstream = dialect.upstream_body(body, parsed, result, ledger_system_blocks(result, system_sha, parsed.system_text))
+
+    def assemble(limit: int | None, replaces: str | None = None) -> tuple[AssemblyResult, dict[str, Any]]:
+        result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=limit, scope=scope, replay="estimate", replaces=replaces)
+        return result, dialect.upstream_body(body, parsed, result, ledger_system_blocks(result, system_sha, parsed.system_text))
+
+    result, upstream = assemble(max(1, budget - reserved) if budget is not None else None)
+    # what the client sends as given (its tools, system, context) is measured on the body
+    # itself; an assembly that does not fit beside it is made again with the excess cut
+    measured = dialect.upstream_tokens(upstream) if budget is not None else None
+    if budget is not None and measured is not None and measured > budget:
+        # the first attempt is not sent: it never becomes the epoch state
+        result, upstream = assemble(max(1, budget - (measured - result.record.assembled_tokens)), replaces=result.record.id)
+    t3 = time.perf_counter()
     from contextledger.server.telemetry import assembly_span
 
     assembly_span(service.settings, result, dialect.gen_ai_provider, parsed.model)
-    timings = {"parse": t1 - t0, "reconcile": t2 - t1, "assemble": t3 - t2, "prepare": time.perf_counter() - t0}
-    return _Prepared(scope=scope, parsed=parsed, conversation_id=conv.id, root=root, base=base, keys=keys, body=upstream, assembly_id=result.record.id,
-                     timings_ms={k: round(v * 1000, 2) for k, v in timings.items()}, started_at=started_at)
+    timings = {"parse": t1 - t0, "reconcile": t2 - t1, "assemble": t3 - t2}
+    shadow, t4 = None, time.perf_counter()
+    if shadow_raw is not None:  # the assembly is kept, marked; the client's bytes are sent
+        shadow = shadow_mark(dialect.provider, body, shadow_raw, upstream)
+        with ledger.store.writer(scope) as w:
+            w.annotate_assembly(result.record.id, {"proxy": shadow})
+        timings["shadow"] = time.perf_counter() - t4
+    timings["prepare"] = time.perf_counter() - t0
+    unnamed = (conv.content_key or "").startswith(NEW_PREFIX)
+    return _Prepared(scope=scope, parsed=parsed, conversation_id=conv.id, root=root, base=base, keys=keys, body=upstream, assembly_id=result.record.id, unnamed=unnamed,
+                     timings_ms={k: round(v * 1000, 2) for k, v in timings.items()}, started_at=started_at, shadow=shadow, raw=shadow_raw or b"")
 
 
 def _record_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: Answer) -> None:
-    """Record the assistant turn after the request's history (once, idempotent).  A
-    failure is logged, never passed to the client: the answer still reaches it."""
+    """Record the answer's usage on the request's assembly and the assistant turn after
+    the request's history (once, idempotent).  A failure is logged, never passed to the
+    client: the answer still reaches it."""
+    usage = upstream_usage(dialect.name, answer.usage)
+    if usage is not None:
+        events_of(request.app).add_usage(dialect.name, usage)
+        try:
+            with request.app.state.service.ledger.store.writer(prep.scope) as w:
+                w.annotate_assembly(prep.assembly_id, {"upstream_usage": usage})
+        except Exception as exc:
+            _log.error("%s usage of %s not recorded: %s: %s", dialect.name, prep.assembly_id, type(exc).__name__, exc)
     if not answer.messages:
         return
     try:
@@ -164,42 +204,15 @@ def _write_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: A
         finished_at=datetime.now(UTC), usage=answer.usage,
     )
     record_chain(ledger, prep.scope, prep.conversation_id, messages, keys, extra_metadata=extra, base=prep.base, model_run=run)
-
-
-def _error(dialect: Dialect, status: int, message: str) -> JSONResponse:
-    return JSONResponse(dialect.error_body(status, message), status_code=status)
-
-
-async def _send(request: Request, dialect: Dialect, method: str, url: str, content: bytes) -> httpx.Response | JSONResponse:
-    """The upstream's streamed response, or the provider-shaped error a client gets when
-    the upstream cannot be reached in time."""
-    http = request.app.state.service.http
-    try:
-        response: httpx.Response = await http.send(http.build_request(method, url, content=content, headers=_upstream_headers(request)), stream=True)
-    except httpx.TimeoutException:
-        return _error(dialect, 504, "the upstream did not answer in time")
-    except httpx.HTTPError as exc:
-        return _error(dialect, 502, f"the upstream could not be reached ({type(exc).__name__})")
-    return response
-
-
-def _untouched(upstream: httpx.Response, headers: dict[str, str]) -> StreamingResponse:
-    """Relay an upstream response as it arrives, unchanged."""
-
-    async def chunks() -> AsyncIterator[bytes]:
-        try:
-            async for chunk in upstream.aiter_bytes():
-                yield chunk
-        finally:
-            await upstream.aclose()
-
-    return StreamingResponse(chunks(), status_code=upstream.status_code, headers=_client_headers(upstream.headers, headers))
+    if prep.unnamed:
+        anchor_conversation(ledger, prep.scope, prep.conversation_id, prep.parsed, answer.messages)
 
 
 async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: str) -> Response:
     """Forward ``raw`` untouched (a body the proxy cannot work with)."""
     _log.warning("%s forwarded untouched: %s", dialect.name, reason)
-    url = dialect.upstream_base(request.app.state.service.settings) + dialect.upstream_path
+    note(request, "passthrough", dialect.name, reason)  # /metrics, /healthz and the inspector
+    url = _with_query(request, dialect.upstream_base(request.app.state.service.settings) + dialect.upstream_path)
     upstream = await _send(request, dialect, "POST", url, raw)
     return upstream if isinstance(upstream, Response) else _untouched(upstream, {PASSTHROUGH_HEADER: reason[:200]})
 
@@ -209,26 +222,23 @@ async def forward_other(request: Request, path: str, dialect: Dialect) -> Respon
     untouched to ``dialect``'s upstream (errors in its shape)."""
     settings = request.app.state.service.settings
     base = dialect.upstream_base(settings) + ("/v1" if dialect.upstream_path.startswith("/v1/") else "")
-    url = f"{base}/{path}" + (f"?{request.url.query}" if request.url.query else "")
+    url = _with_query(request, f"{base}/{path}")
     upstream = await _send(request, dialect, request.method, url, await request.body())
     return upstream if isinstance(upstream, Response) else _untouched(upstream, {})
 
 
 async def handle(request: Request, dialect: Dialect) -> Response:
     """Serve one proxied request (see module docstring)."""
-    raw = await request.body()
+    read = await read_request(request, dialect)
+    if isinstance(read, Response):
+        return read
+    raw, body, tenant = read
+    side = side_call(request.headers, body, named=CONVERSATION_HEADER in request.headers)
+    if side is not None:  # a title / quota probe …: never a conversation (.side_calls)
+        return await forward_side_call(request, dialect, raw, side)
     try:
-        body = json.loads(raw)
-    except ValueError:
-        return _error(dialect, 400, "the request body is not valid JSON")
-    if not isinstance(body, dict):
-        return _error(dialect, 400, "the request body must be a JSON object")
-    try:
-        tenant = await run_in_threadpool(resolve_tenant, request, bearer=False)
-    except HTTPException as exc:
-        return _error(dialect, exc.status_code, str(exc.detail))
-    try:
-        prep = await run_in_threadpool(_prepare, request, dialect, body, tenant)
+        shadow = request_mode(request.headers, request.app.state.service.settings.proxy_mode) == "shadow"
+        prep = await run_in_threadpool(_prepare, request, dialect, body, tenant, raw if shadow else None)
     except ValueError as exc:  # a bad contextledger header
         return _error(dialect, 400, str(exc))
     except ContextLedgerError as exc:
@@ -241,12 +251,21 @@ async def handle(request: Request, dialect: Dialect) -> Response:
 
 async def _forward(request: Request, dialect: Dialect, prep: _Prepared) -> Response:
     service = request.app.state.service
-    url = dialect.upstream_base(service.settings) + dialect.upstream_path
-    content = json.dumps(prep.body, ensure_ascii=False).encode("utf-8")
+    url = _with_query(request, dialect.upstream_base(service.settings) + dialect.upstream_path)
     ours = {ASSEMBLY_HEADER: prep.assembly_id, CONVERSATION_HEADER: prep.conversation_id,
             "server-timing": ", ".join(f"{k};dur={v}" for k, v in prep.timings_ms.items())}
+    if prep.shadow is not None:  # the client's own bytes (shadow mode); not a passthrough
+        content = prep.raw
+        ours.update(shadow_headers(prep.shadow))
+        events_of(request.app).add_shadow(dialect.name)
+    else:
+        sent = with_stream_usage(dialect.name, prep.body) if service.settings.stream_usage else prep.body
+        content = json.dumps(sent, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     upstream = await _send(request, dialect, "POST", url, content)
-    if isinstance(upstream, Response):
+    if isinstance(upstream, Response):  # unreachable / timed out: the client can still find the request's record
+        upstream.headers.update(ours)
+        _log.warning("%s upstream failed (%s) for assembly %s", dialect.name, upstream.status_code, prep.assembly_id)
+        await run_in_threadpool(_note_upstream_failure, request, prep, upstream.status_code)
         return upstream
     headers = _client_headers(upstream.headers, ours)
     streamed = upstream.headers.get("content-type", "").startswith("text/event-stream")
@@ -261,6 +280,17 @@ async def _forward(request: Request, dialect: Dialect, prep: _Prepared) -> Respo
             await _record_json(request, dialect, prep, data)
         return Response(data, status_code=upstream.status_code, headers=headers)
     return StreamingResponse(_relay(request, dialect, prep, upstream), status_code=upstream.status_code, headers=headers)
+
+
+def _note_upstream_failure(request: Request, prep: _Prepared, status: int) -> None:
+    """Mark the request's assembly (``proxy.upstream_error``): the upstream could not be
+    reached or did not answer in time, so nothing this request carried reached the provider."""
+    mark = {**(prep.shadow or {"mode": "assemble"}), "upstream_error": f"the upstream could not be reached or timed out (the client got {status})"}
+    try:
+        with request.app.state.service.ledger.store.writer(prep.scope) as w:
+            w.annotate_assembly(prep.assembly_id, {"proxy": mark})
+    except Exception as exc:  # logged, never passed to the client: it already has its error
+        _log.error("%s upstream failure of %s not recorded: %s: %s", "proxy", prep.assembly_id, type(exc).__name__, exc)
 
 
 async def _record_json(request: Request, dialect: Dialect, prep: _Prepared, data: bytes) -> None:

@@ -1,10 +1,16 @@
 """Reconcile a client's full history with the recorded lineage (proxy step 1–2).
 
 * :func:`conversation_for` — the conversation of a request: the one named by the
-  ``x-contextledger-conversation`` header (an id of the tenant, or any client key), else a
-  stable key derived from the request (system prompt + first user message + tool names).
-  Created on first sight with the system prompt as its trusted system message; two
-  workers creating it at once end with one conversation (unique ``content_key``).
+  ``x-contextledger-conversation`` header (an id of the tenant, or any client key), else
+  the one of the client's session (the dialect's :meth:`~.dialect.Dialect.session_key`
+  with the first user message: a subagent of the session is its own conversation), else
+  the one whose first model answer the request carries (system prompt, first user
+  message, tool names and that answer — the provider's call and message ids make it a
+  key two sessions never share).  A request without any answer yet and without a session
+  starts a new conversation; its first recorded answer names it from then on
+  (:func:`anchor_conversation`).  Created on first sight with the system prompt as its
+  trusted system message; two workers creating it at once end with one conversation
+  (unique ``content_key``).
 * :func:`record_chain` — record the messages of a request (or a request and its answer)
   that are not recorded yet, in one transaction under the conversation's write lock, so
   concurrent workers record each message once.  New messages continue the branch of the
@@ -29,6 +35,7 @@ from sqlalchemy.engine import Connection
 
 from contextledger.errors import NotFoundError
 from contextledger.ids import new_id
+from contextledger.ingest.importers.build import first_user_title
 from contextledger.ingest.recorder import Recorder, message_token_count
 from contextledger.ingest.transcript import ImportedMessage
 from contextledger.ledger import Ledger
@@ -40,7 +47,10 @@ from contextledger.store import schema as S
 from contextledger.store.base import Scope
 from contextledger.store.sql import Writer
 
-__all__ = ["ChainPosition", "ParsedRequest", "conversation_for", "delta_base", "matched_prefix", "record_chain", "root_key"]
+__all__ = [
+    "NEW_PREFIX", "ChainPosition", "ParsedRequest", "anchor_conversation", "conversation_for", "conversation_key", "delta_base", "matched_prefix",
+    "record_chain", "root_key",
+]
 
 TAIL_PROBE = 8
 """The newest keys looked up first: a tool loop resends its history plus one or two new
@@ -59,6 +69,8 @@ class ParsedRequest:
             (``{"type": "function", "function": {...}}`` or ``{"name", "input_schema"}``).
         model: the requested model.
         stream: whether the client asked for a streamed answer.
+        reserved_tokens: tokens the upstream body carries beside the assembly (client
+            context the dialect sends as given); the assembly's budget is cut by them.
     """
 
     system_text: str
@@ -66,6 +78,7 @@ class ParsedRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
     model: str | None = None
     stream: bool = False
+    reserved_tokens: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,16 +102,41 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _stable_key(parsed: ParsedRequest) -> str:
-    first_user = next((m for m in parsed.messages if m.role is Role.USER), None)
-    names = sorted({str((t.get("function") or t).get("name", "")) for t in parsed.tools if isinstance(t, dict)})
-    doc = [parsed.system_text, fingerprint(first_user) if first_user else "", names]
-    return "proxy:" + _sha(json.dumps(doc, ensure_ascii=False))
+NEW_PREFIX = "proxy-u:"
+"""``content_key`` prefix of a conversation that no answer names yet (unique per request)."""
 
 
-def conversation_for(ledger: Ledger, scope: Scope, header: str | None, parsed: ParsedRequest, *, source: str) -> Conversation:
-    """The request's conversation, created when first seen (see module docstring)."""
+def _first_user_print(messages: Sequence[ImportedMessage]) -> str:
+    first_user = next((m for m in messages if m.role is Role.USER), None)
+    return fingerprint(first_user) if first_user else ""
+
+
+def _answer_key(system_text: str, tools: Sequence[Any], messages: Sequence[ImportedMessage]) -> str | None:
+    """The key of a history by its first model answer (``None`` before any)."""
+    answer = next((m for m in messages if m.role is Role.ASSISTANT), None)
+    if answer is None:
+        return None
+    names = sorted({str((t.get("function") or t).get("name", "")) for t in tools if isinstance(t, dict)})
+    doc = [system_text, _first_user_print(messages), names, fingerprint(answer)]
+    return "proxy-a:" + _sha(json.dumps(doc, ensure_ascii=False))
+
+
+def conversation_key(parsed: ParsedRequest, session: str | None) -> str | None:
+    """The ``content_key`` that finds the conversation of a request without a named one
+    (see module docstring): ``proxy-s:…`` from the session, ``proxy-a:…`` from the first
+    answer, ``None`` when neither exists (a new conversation)."""
+    if session:
+        return "proxy-s:" + _sha(json.dumps([session, _first_user_print(parsed.messages)], ensure_ascii=False))
+    return _answer_key(parsed.system_text, parsed.tools, parsed.messages)
+
+
+def conversation_for(ledger: Ledger, scope: Scope, header: str | None, parsed: ParsedRequest, *, source: str, session: str | None = None) -> Conversation:
+    """The request's conversation, created when first seen (see module docstring).
+
+    ``header`` is the ``x-contextledger-conversation`` value, ``session`` the client's
+    session key (:meth:`~.dialect.Dialect.session_key`)."""
     store = ledger.store
+    key: str | None
     if header:
         try:
             return store.get_conversation(scope, header)
@@ -106,15 +144,15 @@ def conversation_for(ledger: Ledger, scope: Scope, header: str | None, parsed: P
             pass
         key = "proxy-h:" + _sha(header)
     else:
-        key = _stable_key(parsed)
-    found = store.find_conversation_by_content_key(scope, key)
+        key = conversation_key(parsed, session)
+    found = store.find_conversation_by_content_key(scope, key) if key is not None else None
     if found is not None:
         return found
+    key = key or NEW_PREFIX + new_id("k")
     now = datetime.now(UTC)
     conv_id = new_id("conv")
     branch = Branch(id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv_id, name="main", created_at=now)
-    first_user = next((m for m in parsed.messages if m.role is Role.USER), None)
-    title = " ".join("\n".join(p.text for p in first_user.parts if isinstance(p, TextPart)).split())[:80] if first_user else ""
+    title = first_user_title(parsed.messages)  # injected preambles are never a title
     system = parsed.system_text.strip()
     conv = Conversation(
         id=conv_id, tenant_id=scope.tenant_id, title=title, root_branch_id=branch.id, active_branch_id=branch.id, source=source,
@@ -133,6 +171,25 @@ def conversation_for(ledger: Ledger, scope: Scope, header: str | None, parsed: P
                 parts=tuple(parts), authority=AuthorityLevel.SYSTEM, token_count=message_token_count(parts), created_at=now,
             ))
     return conv
+
+
+def anchor_conversation(ledger: Ledger, scope: Scope, conversation_id: str, parsed: ParsedRequest, answer: Sequence[ImportedMessage]) -> None:
+    """Name a conversation that no answer named yet (``content_key`` ``proxy-u:…``) by the
+    first answer recorded in it, so that the client's next request (which carries that
+    answer) finds it.  Nothing happens for any other conversation, or when another
+    conversation holds the key already."""
+    key = _answer_key(parsed.system_text, parsed.tools, [*parsed.messages, *answer])
+    if key is None:
+        return
+    t = S.conversations
+    with ledger.store.writer(scope) as w:
+        conv = ledger.store.get_conversation(scope, conversation_id, w.conn)
+        if not (conv.content_key or "").startswith(NEW_PREFIX):
+            return
+        if w.conn.execute(sa.select(t.c.id).where(t.c.tenant_id == scope.tenant_id, t.c.content_key == key)).first() is not None:
+            return
+        w.conn.execute(sa.update(t).where(t.c.tenant_id == scope.tenant_id, t.c.id == conversation_id).values(content_key=key))
+        w.update_conversation(conv.model_copy(update={"content_key": key}))
 
 
 # -- the recorded prefix -------------------------------------------------------------------
@@ -161,6 +218,11 @@ def _lookup(conn: Connection, scope: Scope, conversation_id: str, keys: Sequence
 
 def _newest(conn: Connection, scope: Scope, conversation_id: str, branch_id: str) -> Any:
     return conn.execute(_newest_statement(), {"p_tenant": scope.tenant_id, "p_conv": conversation_id, "p_branch": branch_id}).first()
+
+
+def _is_newest(conn: Connection, scope: Scope, conversation_id: str, row: tuple[str, str, int]) -> bool:
+    newest = _newest(conn, scope, conversation_id, row[1])
+    return newest is not None and int(newest.seq) == row[2]
 
 
 def matched_prefix(conn: Connection, scope: Scope, conversation_id: str, keys: Sequence[str]) -> tuple[int, tuple[str, str, int] | None]:
@@ -214,6 +276,17 @@ def _put_blobs(ledger: Ledger, messages: Sequence[ImportedMessage]) -> dict[int,
     return keys
 
 
+def _empty_fork(conn: Connection, scope: Scope, conversation_id: str, branch_id: str, seq: int) -> str | None:
+    """A branch forked from ``branch_id`` at ``seq`` that holds no message yet (the oldest
+    such), so that a history ending there (a retry) always continues the same branch."""
+    b, m = S.branches, S.messages
+    holds = sa.exists().where(m.c.tenant_id == scope.tenant_id, m.c.conversation_id == conversation_id, m.c.branch_id == b.c.id)
+    row = conn.execute(sa.select(b.c.id).where(
+        b.c.tenant_id == scope.tenant_id, b.c.conversation_id == conversation_id, b.c.parent_branch_id == branch_id, b.c.fork_seq == seq, ~holds,
+    ).order_by(b.c.id).limit(1)).first()
+    return str(row.id) if row is not None else None
+
+
 def _branch_for(w: Writer, scope: Scope, conv: Conversation, row: tuple[str, str, int] | None) -> tuple[str, str | None]:
     """The branch the new messages go on and the message they follow."""
     if row is None:
@@ -229,6 +302,9 @@ def _branch_for(w: Writer, scope: Scope, conv: Conversation, row: tuple[str, str
     newest = _newest(w.conn, scope, conv.id, branch_id)
     if newest is not None and int(newest.seq) == seq:
         return branch_id, msg_id
+    reuse = _empty_fork(w.conn, scope, conv.id, branch_id, seq)
+    if reuse is not None:
+        return reuse, msg_id
     fork = Branch(
         id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv.id, parent_branch_id=branch_id, fork_message_id=msg_id,
         fork_seq=seq, name=f"fork at {msg_id}", created_at=datetime.now(UTC),
@@ -273,6 +349,7 @@ def _write(w: Writer, rec: Recorder, conv: Conversation, branch_id: str, parent_
     w.add_message(msg)
     if call is not None and result is not None and art_id is not None:
         rec.write_result(w, conv, call, (result.text or "").encode("utf-8", "surrogatepass"), blob_key=blob_key, is_error=result.is_error, result_message=msg, artifact_id=art_id, observed_at=m.created_at)
+        calls.pop(call.call_id, None)  # answered: a later result for it reads the recorded status
     elif role is Role.ASSISTANT:
         for c in rec.add_calls(w, msg):
             calls[c.call_id] = c
@@ -314,9 +391,10 @@ def record_chain(
     with store.reader() as c:
         m0, row0 = matched_prefix(c, scope, conversation_id, keys)
         conv0 = store.get_conversation(scope, conversation_id, c)
-    tools_changed = tools is not None and tools != conv0.metadata.get("tools")
-    if m0 == len(keys) and not tools_changed:
         row0 = row0 if row0 is not None else base
+        at_head = row0 is None or _is_newest(c, scope, conversation_id, row0)
+    tools_changed = tools is not None and tools != conv0.metadata.get("tools")
+    if m0 == len(keys) and not tools_changed and at_head:
         return ChainPosition(conversation_id=conversation_id, branch_id=row0[1] if row0 else conv0.active_branch_id, head_message_id=row0[0] if row0 else None, head_key=keys[-1] if keys else root_key(conversation_id), recorded=0)
     blob_keys = _put_blobs(ledger, messages[m0:])
     rec = Recorder(ledger, scope)
@@ -325,7 +403,7 @@ def record_chain(
         m, row = matched_prefix(w.conn, scope, conversation_id, keys)
         row = row if row is not None else base
         conv = store.get_conversation(scope, conversation_id, w.conn)
-        branch_id, parent = (row[1], row[0]) if m == len(keys) and row is not None else _branch_for(w, scope, conv, row)
+        branch_id, parent = (conv.active_branch_id, None) if row is None and m == len(keys) else _branch_for(w, scope, conv, row)
         calls: dict[str, ToolCall] = {}
         run_id = None
         if model_run is not None and m < len(keys):
