@@ -32,9 +32,11 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from contextledger.assembly.authority import rules_in_force
+from contextledger.assembly.authority import RulesInForce, rules_in_force
 from contextledger.assembly.budget import Budgeter
 from contextledger.assembly.candidates import collect_candidates
+from contextledger.assembly.epoch import EpochState, find_state, remember
+from contextledger.assembly.epoch_extend import Extended, Extending, extend, fixed_of, plan_epoch
 from contextledger.assembly.evaluate import Evaluator
 from contextledger.assembly.record import (
     ASSEMBLER_VERSION,
@@ -43,30 +45,38 @@ from contextledger.assembly.record import (
     persist,
     record_assembly,
 )
-from contextledger.assembly.rehydrate import rehydrate
+from contextledger.assembly.rehydrate import excerpt_newest_result, rehydrate
 from contextledger.assembly.render import system_blocks
 from contextledger.assembly.request import (
     AUTO_EXACT_MAX_MESSAGES,
     AssemblyRequest,
+    Boundary,
     candidate_limits,
     check_request,
     fix_boundary,
 )
-from contextledger.assembly.retrieval import DEFAULT_ROUTER, RetrievalRouter, evidence_lines
+from contextledger.assembly.retrieval import (
+    DEFAULT_ROUTER,
+    RetrievalRouter,
+    evidence_lines,
+    message_lines,
+)
 from contextledger.assembly.serialize import measure_replay, serialize_request, stable_prefix_hash
 from contextledger.assembly.shape import Shaper, shape_pieces
 from contextledger.assembly.temperature import plan_temperature
 from contextledger.assembly.units import build_units
-from contextledger.assembly.visibility import tool_schemas, visible_units
+from contextledger.assembly.visibility import VisibleUnits, tool_schemas, visible_units
 from contextledger.assembly.working_set import (
     WORKING_SET_SCAN,
     read_file_memories,
     working_set_piece,
 )
+from contextledger.providers.base import ToolSchema
 from contextledger.records.enums import RuntimeKind
 from contextledger.store.base import Scope
 
 if TYPE_CHECKING:
+    from contextledger.assembly.candidates import CandidateSet
     from contextledger.policy.model import Policy
     from contextledger.runtime import HasRuntime
 
@@ -106,8 +116,12 @@ class Assembler:
         runtime_kind: RuntimeKind | None = None,
         persist: bool = True,
         replay: str = "auto",
+        replaces: str | None = None,
     ) -> AssemblyResult:
         """Assemble, serialize, count and (by default) persist one request.
+
+        ``replaces``: the id of an assembly of this same request that was not sent (it
+        never becomes the epoch state, :mod:`.epoch`).
 
         ``replay`` is how the naive full-transcript request is measured for the record:
         ``"exact"`` serializes and counts it (work grows with the history),
@@ -123,12 +137,16 @@ class Assembler:
         req = AssemblyRequest(
             scope=scope, conversation_id=conversation_id, branch_id=branch_id, participant_id=participant_id, provider=provider,
             budget_tokens=budget_tokens, now=now, trace=trace, runtime_kind=runtime_kind, persist=persist, replay=replay,
+            replaces=replaces,
         )
         return self.run(req)
 
     def run(self, req: AssemblyRequest) -> AssemblyResult:
-        """:meth:`assemble` for a prepared :class:`~contextledger.assembly.request.AssemblyRequest`."""
-        from contextledger.providers.registry import PROVIDERS, count_payload_tokens, serialize
+        """:meth:`assemble` for a prepared :class:`~contextledger.assembly.request.AssemblyRequest`:
+        the previous request extended when the epoch rule allows (:mod:`.epoch`), else
+        a plan (at the full budget for a lineage's first request, else re-planned to the
+        low-water mark)."""
+        from contextledger.providers.registry import PROVIDERS
 
         policy, store = self.policy, self.store
         budget = check_request(req, policy, PROVIDERS)
@@ -142,22 +160,51 @@ class Assembler:
         t1 = time.perf_counter()
         ev = Evaluator(policy, provider=bound.provider, now=bound.now, viewer=bound.viewer, participants=cands.participants)
         units = build_units(cands.messages, cands.calls_by_message, cands.artifacts, cands.memories)
+        visible = visible_units(cands, units, ev)
+        tools = tool_schemas(cands, bound.viewer)
+        shaper = Shaper(self.tok)
         rules = rules_in_force(cands, ev, policy)
         system = system_blocks(cands.messages, rules.rules)
-        tools = tool_schemas(cands, bound.viewer)
+        state = find_state(store, bound, cands, policy, replaces=req.replaces) if req.persist and policy.epoch.enabled else None
+        reason = state.reason if state is not None else ""
+        if state is not None and state.extendable:
+            x = Extending(store=store, policy=policy, bound=bound, cands=cands, ev=ev, shaper=shaper, visible=visible, tools=tools, state=state, system=system)
+            ext = extend(x)
+            if not isinstance(ext, str):
+                return self._finish(req, bound, cands, ev, ext, timings=(t0, t1, cands.retrieval_ms))
+            reason = ext
+        return self._plan(req, bound, cands, ev, (visible, rules, system, tools), shaper, state, reason, (t0, t1))
+
+    def _plan(
+        self, req: AssemblyRequest, bound: Boundary, cands: CandidateSet, ev: Evaluator,
+        view: tuple[VisibleUnits, RulesInForce, tuple[str, ...], tuple[ToolSchema, ...]], shaper: Shaper, state: EpochState | None, reason: str,
+        t: tuple[float, float],
+    ) -> AssemblyResult:
+        """The normal assembly (stages 3–10): at the full budget, or at the low-water
+        mark for a re-plan of an epoch boundary."""
+        from contextledger.providers.registry import count_payload_tokens, serialize
+
+        policy, store = self.policy, self.store
+        t0, t1 = t
+        visible, rules, system, tools = view
+        target = bound.budget
+        fixed = 0
+        if state is not None:
+            fixed = fixed_of(bound.provider, system, tools)
+            if state.replan:
+                target = policy.epoch.mark(policy.epoch.low_water, bound.budget, fixed)
         files = read_file_memories(store, req.scope, cands, ev, policy)
-        shaper = Shaper(self.tok)
-        visible = visible_units(cands, units, ev)
-        heat = plan_temperature(visible.units, ev, shaper, policy, budget)
+        heat = plan_temperature(visible.units, ev, shaper, policy, target)
         shaped = shape_pieces(visible, heat, ev, shaper, cands, bound.now)
-        working_set = working_set_piece(files, ev, policy, self.tok, budget)
+        working_set = working_set_piece(files, ev, policy, self.tok, target)
         pieces = shaped.pieces + ([working_set] if working_set is not None else [])
-        lines = evidence_lines(cands.memories, shaped.in_view, visible.covered_to, ev, self.tok)
+        lines = evidence_lines(cands.memories, shaped.in_view, visible.covered_to, ev, self.tok) + message_lines(cands.recalled_messages, ev, self.tok)
         budgeter = Budgeter(
-            policy=policy, shaper=shaper, ev=ev, budget=budget, provider=bound.provider, tools=tools, count=count_payload_tokens, serialize=serialize,
+            policy=policy, shaper=shaper, ev=ev, budget=target, provider=bound.provider, tools=tools, count=count_payload_tokens, serialize=serialize,
             recalled=cands.relevance,
         )
         selection, rehydrated = rehydrate(budgeter.select(system, pieces, lines), budgeter, store, req.scope)
+        selection = excerpt_newest_result(selection, budgeter, store, req.scope)
         t2 = time.perf_counter()
         out = serialize_request(store, bound.provider, selection.request)
         t3 = time.perf_counter()
@@ -168,6 +215,25 @@ class Assembler:
             prefix_hash=stable_prefix_hash(system, tools), considered=pieces, timings_ms={"query": round(_ms(t0, t1) - cands.retrieval_ms, 3), "retrieval": round(cands.retrieval_ms, 3), "policy_eval": _ms(t1, t2), "serialization": _ms(t2, t3)},
         )
         record = record_assembly(assembled, cands, ev, policy, self.tok, store=store, keep_trace=req.trace, compare_prefix=req.persist)
+        if state is not None:
+            record = record.model_copy(update={"epoch": plan_epoch(record, state, reason, cands, selection, (system, tools), fixed=fixed, target=target, policy=policy, ev=ev)})
         if req.persist:
             persist(store, req.scope, record, out.payload, ev)
+            remember(record.id, selection.request.messages)
         return AssemblyResult(record=record, payload=out.payload, request=selection.request, trace=ev.decisions)
+
+    def _finish(self, req: AssemblyRequest, bound: Boundary, cands: CandidateSet, ev: Evaluator, ext: Extended, *, timings: tuple[float, float, float]) -> AssemblyResult:
+        """Record and persist an extension (stages 9–10 for the new records only)."""
+        t0, t1, retrieval_ms = timings
+        t2 = time.perf_counter()
+        replay_tokens, legacy_count = measure_replay(self.store, bound, cands)
+        assembled = Assembled(
+            boundary=bound, system=ext.request.system, tools=ext.request.tools, rule_conflicts=[], selected=ext.pieces, rehydrated=[],
+            payload=ext.payload, tokens=ext.tokens, replay_tokens=replay_tokens, legacy_count=legacy_count, prefix_hash=ext.prefix_hash,
+            considered=ext.pieces, timings_ms={"query": round(_ms(t0, t1) - retrieval_ms, 3), "retrieval": round(retrieval_ms, 3), "policy_eval": _ms(t1, t2), "serialization": 0.0},
+        )
+        record = record_assembly(assembled, cands, ev, self.policy, self.tok, store=self.store, keep_trace=req.trace, compare_prefix=req.persist)
+        record = record.model_copy(update=ext.record_update(record))
+        persist(self.store, req.scope, record, ext.payload, ev)
+        remember(record.id, ext.request.messages)
+        return AssemblyResult(record=record, payload=ext.payload, request=ext.request, trace=record.trace if record.trace is not None else ev.decisions)

@@ -26,11 +26,19 @@ from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.drop_order import DropState, drop_once, eviction_key
 from contextledger.assembly.last_resort import (
-    drop_task_statement,
+    cut_task_statement,
     shrink_mandatory,
     truncate_system,
 )
-from contextledger.assembly.pieces import Piece, called_tools, first_text, outdated
+from contextledger.assembly.lossless import lines_cost, lossless_exchanges, name_calls
+from contextledger.assembly.pieces import (
+    NOTE_SEQ,
+    Piece,
+    called_tools,
+    first_text,
+    line_record,
+    outdated,
+)
 from contextledger.assembly.render import memory_line, retrieval_block, stale_line_parts
 from contextledger.assembly.units import derived
 from contextledger.assembly.working_set import drop_working_set
@@ -43,6 +51,7 @@ if TYPE_CHECKING:
     from contextledger.assembly.evaluate import Evaluator
     from contextledger.assembly.shape import Shaper
     from contextledger.policy.model import Policy
+    from contextledger.records.models import ToolMemory
 
 __all__ = ["Budgeter", "Selection"]
 
@@ -102,8 +111,16 @@ class Budgeter:
     # -- exact counts ----------------------------------------------------------------
     def build(self, ps: list[Piece], ns: list[Piece], sysb: tuple[str, ...]) -> NeutralRequest:
         """The request of pieces ``ps`` (in order; the retrieval block of lines ``ns``
-        after the first piece) and system blocks ``sysb``."""
+        after the first piece; task-state notes — working set, runtime state, order
+        ``(NOTE_SEQ, …)`` — just before the last user turn, so the request ends as the
+        client's did and nothing is added after the newest tool output) and system
+        blocks ``sysb``."""
         ordered = sorted(ps, key=_ORDER)
+        notes = [p for p in ordered if p.order[0] >= NOTE_SEQ]
+        if notes:  # task-state notes go before the last user turn, never after the newest tool output
+            ordered = [p for p in ordered if p.order[0] < NOTE_SEQ]
+            at = next((i for i in range(len(ordered) - 1, -1, -1) if ordered[i].unit is not None and ordered[i].unit.is_turn_start), 0)  # type: ignore[union-attr]
+            ordered[at:at] = notes
         msgs: list[WireMessage] = []
         if ordered:
             msgs.extend(ordered[0].messages)
@@ -177,7 +194,7 @@ class Budgeter:
         if v is None:
             mem, terms, recalled = n.memory, self.terms, self.recalled
             if mem is None:
-                v = eviction_key(n, terms)
+                v = eviction_key(n, terms, recalled)
             else:
                 points = recalled.get(mem.id, 0)
                 v = derived(mem, ("evict", terms, points, n.order), lambda: eviction_key(n, terms, recalled))
@@ -237,12 +254,33 @@ class Budgeter:
             for name in called_tools(p):
                 if name not in declared:
                     self._undeclared[name] = self._undeclared.get(name, 0) + 1
+        full = self.budget
+        self.budget = full - self._newest_reserve(chosen)  # older context yields to the newest result first
         total = self._drop_steps(chosen, system)
         total = self._refill(chosen, system, total)
+        self.budget = full
         sysb = self._last_resort(chosen, system, total)
         for n in self.notes:
-            self.ev.include(n.memory_ids[0], "memory", n.shape, "retrieval")
+            self.ev.include(*line_record(n), n.shape, "retrieval")
         return Selection(request=self.build(chosen, self.notes, sysb), chosen=chosen, notes=self.notes, system=sysb)
+
+    def _newest_reserve(self, chosen: list[Piece]) -> int:
+        """Tokens the drop steps leave free for the excerpt of the newest tool result when
+        it is shown only as its memory (its raw text is above the tool output limit):
+        its raw size, at most its tool's ``tool_output`` token cap, at most half the
+        budget, less what its memory shows already; stage 2 fills them with its lines
+        (:func:`~contextledger.assembly.rehydrate.excerpt_newest_result`).  0 when there
+        is no such result or it may not be shown raw."""
+        p = next((x for x in chosen if x.newest_result and x.memory_ids and x.unit is not None), None)
+        if p is None or p.unit is None:
+            return 0
+        want = 0
+        for art in p.unit.artifacts.values():
+            mem = p.unit.memories.get(art.id)
+            if mem is None or art.id in p.raw_artifacts or outdated(mem, self.ev) or not self.ev.raw_allowed(art)[0] or self.ev.artifact_hidden(art) is not None:
+                continue
+            want += min(art.result_tokens, self.policy.tool_output.limits_for(art.tool_name)[1])
+        return max(0, min(want, self.budget // 2) - p.cost)
 
     def _read_current_input(self, chosen: list[Piece]) -> None:
         """The content terms of the current input (eviction relevance); when it asks for
@@ -294,6 +332,8 @@ class Budgeter:
         sent_cost: Callable[[Piece], int] | None = self.sent_cost if self.additive else None
         while est > self.budget:
             self.drop.left = None
+            if self._framing_before_evidence(step, chosen):
+                return est, True, False  # count exactly: the lines replace the whole exchange
             saved = drop_once(self.drop, step, chosen, self.notes, self.ev, self.to_notes, sent_cost)
             if saved is None:
                 return est, progressed, True
@@ -305,6 +345,27 @@ class Budgeter:
                     break  # the saving is larger than estimated: count exactly now
                 est -= freed
         return est, progressed, False
+
+    def _framing_before_evidence(self, step: str, chosen: list[Piece]) -> bool:
+        """Before ``step`` evicts an evidence line, the oldest raw exchange of the recent
+        tail whose lines hold every word of its results becomes its lines, each naming
+        its call id: only its framing goes (:mod:`.lossless`).  Returns whether one did."""
+        if not self.notes:
+            return False  # no evidence line left to protect
+
+        def line_of(mem: ToolMemory) -> str | None:
+            view = self._notes_scratch.memory_view(mem)
+            return None if view is None else memory_line(mem, view.text)
+
+        for p in lossless_exchanges(step, chosen, line_of):
+            if lines_cost(p, line_of, self.tok.count) >= self.sent_cost(p):
+                continue
+            before = {id(n) for n in self.notes}
+            self.declarations_freed(p)  # its calls leave the request (bookkeeping of undeclared tools)
+            self._failure_to_lines(chosen, p, "raw exchange kept as its evidence lines, which hold every word of its results: its framing goes before any evidence")
+            name_calls(p, [n for n in self.notes if id(n) not in before], self.tok.count)
+            return True
+        return False
 
     def _refill(self, chosen: list[Piece], sysb: tuple[str, ...], total: int) -> int:
         """Later steps may free room (e.g. an exchange turned into a line drops the tool
@@ -321,7 +382,7 @@ class Budgeter:
         lines = sorted(self.drop.evicted, key=self.evict_key, reverse=True)[:24]
         self._lines_sorted = False
         self.drop.evict_queue = None
-        total = self._give_back(chosen, sysb, total, self.notes, lines, lambda n: ev.restore(n.memory_ids[0], "memory", "room freed by later drop steps"))
+        total = self._give_back(chosen, sysb, total, self.notes, lines, lambda n: ev.restore(*line_record(n), "room freed by later drop steps"))
         return self._give_back(chosen, sysb, total, chosen, self._dropped_chat("assistant"), restore_chat)
 
     def _dropped_chat(self, kind: str) -> list[Piece]:
@@ -360,13 +421,25 @@ class Budgeter:
                 # the newest failure as an evidence line: its memory keeps the error
                 # line, and without a tool exchange no tool declarations are sent
                 self._failure_to_lines(chosen, failures[0], "protected failure kept as an evidence line (error line kept) to fit the budget")
-            elif not drop_working_set(chosen, ev) and not drop_task_statement(chosen, ev) and not shrink_mandatory(self.drop, chosen, ev, over):
-                sysb = truncate_system(self.tok, sysb, over, ev)
+            elif (not drop_working_set(chosen, ev) and not shrink_mandatory(self.drop, chosen, ev, over, floor=self.budget // 8)
+                  and not cut_task_statement(self.drop, chosen, ev, over) and not shrink_mandatory(self.drop, chosen, ev, over)
+                  and not self._newest_to_lines(chosen)):
+                sysb = truncate_system(self.tok, sysb, over, ev, chosen)
             total = self.exact(self.build(chosen, self.notes, sysb))
             attempts += 1
         if attempts and total <= self.budget:
             self._refill(chosen, sysb, total)  # the last resort may have freed more than it needed
         return sysb
+
+    def _newest_to_lines(self, chosen: list[Piece]) -> bool:
+        """The newest exchange as its evidence lines, when even cut it does not fit (its
+        memory keeps the facts; without a tool exchange no tool declarations are sent).
+        Returns whether it was there to give."""
+        p = next((x for x in chosen if x.newest_result and x.unit is not None and x.unit.memories), None)
+        if p is None:
+            return False
+        self._failure_to_lines(chosen, p, "newest exchange kept as its evidence lines: even cut it does not fit the budget")
+        return True
 
     def _failure_to_lines(self, chosen: list[Piece], p: Piece, why: str) -> None:
         chosen[:] = [x for x in chosen if x is not p]

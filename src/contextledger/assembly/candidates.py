@@ -8,7 +8,9 @@ query per record):
 * the newest ``recent_window`` messages of the lineage; older than them, the system and
   developer chat messages that may reach the request (the first and the newest
   :data:`HEAD_SYSTEM_WINDOW` of each role; progress and meta records of role system are
-  runtime-only and never read) and the first user message (the task statement);
+  runtime-only and never read), the task statement (the first user message in the
+  user's own words, :mod:`~contextledger.assembly.task`) and, when the window holds no
+  user request, the newest one (the current input);
 * the tool calls, artifacts and memories of those messages;
 * the newest unresolved and failed tool calls anywhere in the lineage, with their
   exchanges (recovery, seed 000 §4.6): the newest ``recovery_window`` failed calls and
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from contextledger.assembly.retrieval import DEFAULT_ROUTER, RetrievalRouter
+from contextledger.assembly.task import TASK_PROBE, states_task
 from contextledger.records.enums import MessageKind, Role, ToolCallStatus
 from contextledger.records.models import (
     ContinuationCheckpoint,
@@ -79,6 +82,8 @@ class CandidateSet:
     retrieval: dict[str, Any] | None = None
     """What the retrieval router did (:attr:`~contextledger.assembly.retrieval.Recalled.report`)."""
     relevance: dict[str, int] = field(default_factory=dict)
+    recalled_messages: list[Message] = field(default_factory=list)
+    """Older chat messages the retrieval router recalled (sent as evidence lines)."""
     retrieval_ms: float = 0.0
     """The router's ranking (:attr:`~contextledger.assembly.retrieval.Recalled.relevance`)."""
 
@@ -163,6 +168,7 @@ def collect_candidates(
         retrieval=recalled.report,
         relevance=recalled.relevance,
         retrieval_ms=recalled.duration_ms,
+        recalled_messages=recalled.messages,
     )
 
 
@@ -183,17 +189,34 @@ class _Gathered:
 def _head(reads: LineageReads, segments: list[LineageSegment], window: list[Message], min_seq: int) -> list[Message]:
     """Messages older than the window that reach the request: system and developer chat
     messages (the first and newest :data:`HEAD_SYSTEM_WINDOW` of each role), the task
-    statement (first user message) and the newest moderator instructions."""
+    statement (the first user message in the user's own words,
+    :func:`~contextledger.assembly.task.states_task`, with the injected preambles before
+    it), the current input when the window holds none (the newest user message in the
+    user's own words) and the newest moderator instructions."""
     window_start = window[0].seq if window else 0
     if not window or window_start <= min_seq:
         return []
     # only chat messages of these roles reach the request (render.system_blocks)
     head = reads.head_messages(segments, _HEAD_ROLES, MessageKind.CHAT.value, before=window_start, last=HEAD_SYSTEM_WINDOW)
-    first_user = reads.first_user(segments)
+    head += _task_statement(reads.first_users(segments, TASK_PROBE))
+    if not any(m.role is Role.USER and m.kind == MessageKind.CHAT and states_task(m) for m in window):
+        # a long tool loop pushed the user's request out of the window: it is still the
+        # request this turn answers
+        newest = reads.head_messages(segments, (Role.USER.value,), MessageKind.CHAT.value, before=window_start, last=TASK_PROBE)
+        head += next(([m] for m in reversed(newest) if states_task(m)), [])
     # moderator instructions steer every later turn (seed 000 §9.3 debate): the newest
     # few are candidates wherever they are (ix_messages_kind)
     head += reads.newest_messages(segments, _MODERATOR_WINDOW, MessageKind.MODERATOR.value)
-    return [m for m in head if m.seq < window_start] + ([first_user] if first_user and first_user.seq < window_start else [])
+    return list({m.id: m for m in head if m.seq < window_start}.values())
+
+
+def _task_statement(firsts: list[Message]) -> list[Message]:
+    """The first user messages up to and including the first that states the task (all
+    of them when none does)."""
+    for i, m in enumerate(firsts):
+        if states_task(m):
+            return firsts[: i + 1]
+    return firsts
 
 
 def _add_recovery(reads: LineageReads, g: _Gathered, recovery_window: int) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from contextledger.assembly.pieces import Piece
+from contextledger.assembly.pieces import Piece, line_record
 from contextledger.assembly.render import stale_line_parts
 from contextledger.memory.terms import memory_terms
 from contextledger.records.enums import OmissionReason
@@ -97,7 +97,7 @@ def _low_confidence(st: DropState, notes: list[Piece], ev: Evaluator) -> int | N
     drop = {id(n) for n in low}
     notes[:] = [n for n in notes if id(n) not in drop]
     for n in low:
-        ev.omit_record(n.memory_ids[0], "memory", OmissionReason.LOW_CONFIDENCE, "drop order: low-confidence retrieval")
+        ev.omit_record(*line_record(n), OmissionReason.LOW_CONFIDENCE, "drop order: low-confidence retrieval")
     return sum(n.cost for n in low)
 
 
@@ -166,7 +166,7 @@ def _evict_line(st: DropState, notes: list[Piece], ev: Evaluator, why: str, *, g
     n = q[1].pop()
     notes.remove(n)
     st.evicted.append(n)
-    ev.omit_record(n.memory_ids[0], "memory", OmissionReason.BUDGET, why + " (evidence line)")
+    ev.omit_record(*line_record(n), OmissionReason.BUDGET, why + " (evidence line)")
     parts = stale_line_parts(n.line or "") if grouped else None
     if parts is not None:
         left = q[2][parts[0], parts[2]] = q[2].get((parts[0], parts[2]), 1) - 1
@@ -202,8 +202,9 @@ def eviction_key(note: Piece, terms: frozenset[str] = frozenset(), recalled: Map
     §3: what the current request asks about is hot), then the oldest (seed 000 §4.6-4.7:
     provenance and recovery context outlive volatile search results)."""
     mem = note.memory
-    if mem is None:
-        return (0, 0, 0, 0, note.order)
+    if mem is None:  # a recalled message's line ranks by its fused rank alone
+        ref = note.extra_refs[0] if note.line is not None and note.extra_refs else ""
+        return (0, 0, recalled.get(ref, 0) if recalled else 0, 0, note.order)
     failed = 1 if mem.status.value in ("failed", "abandoned") else 0
     rank = _FRESHNESS_RANK.get(mem.freshness_class.value, 1)
     if mem.payload.get("extractor") == "search" or "search" in mem.source_tool.lower():

@@ -4,13 +4,14 @@ In order (seed 001 §2 authority chain: the current user instruction and task st
 outrank raw old conversation; seed 000 §4.6: recovery state is kept as long as it can
 be): older protected failures become evidence lines (the newest stays raw); raw
 mandatory results become their memory views; the newest failure becomes an evidence line
-(its error line kept); the working-set list gives way; an older task statement gives way
-to the current input; the longest texts are cut with an explicit marker; the system
-text is cut.  Each step is recorded as a budget decision.
+(its error line kept); the working-set list gives way; an older task statement is cut (to a floor); the longest texts are cut with an explicit marker; the system
+text is cut; only when it is too short to cut does an older task statement give way
+to the current input.  Each step is recorded as a budget decision.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from contextledger.assembly.pieces import Piece
@@ -24,15 +25,17 @@ if TYPE_CHECKING:
     from contextledger.assembly.evaluate import Evaluator
     from contextledger.tokens import Tokenizer
 
-__all__ = ["cut_text", "drop_task_statement", "shrink_mandatory", "truncate_system"]
+__all__ = ["cut_lines", "cut_task_statement", "cut_text", "drop_task_statement", "shrink_mandatory", "truncate_system"]
 
 
-def shrink_mandatory(st: DropState, chosen: list[Piece], ev: Evaluator, over: int, *, cut: bool = True) -> bool:
-    """Shrink mandatory content: first turn a raw result into its memory view; then,
-    when ``cut``, cut the longest text (by about ``over`` tokens) with an explicit
-    marker.  Returns whether anything shrank."""
+def shrink_mandatory(st: DropState, chosen: list[Piece], ev: Evaluator, over: int, *, cut: bool = True, floor: int = 32) -> bool:
+    """Shrink mandatory content: first turn a raw result into its memory view (not the
+    newest result: the next step depends on its text); then, when ``cut``, cut the
+    longest text (by about ``over`` tokens, to no less than ``floor`` tokens) with an
+    explicit marker — the newest result by lines, head and tail with its error lines
+    (:func:`cut_lines`).  Returns whether anything shrank."""
     shaper = st.shaper
-    for p in sorted((p for p in chosen if p.raw_artifacts and p.unit is not None and p.unit.key not in st.reshaped), key=lambda p: -p.cost):
+    for p in sorted((p for p in chosen if p.raw_artifacts and not p.newest_result and p.unit is not None and p.unit.key not in st.reshaped), key=lambda p: -p.cost):
         assert p.unit is not None
         st.reshaped.add(p.unit.key)
         scratch = ev.quiet()
@@ -43,10 +46,10 @@ def shrink_mandatory(st: DropState, chosen: list[Piece], ev: Evaluator, over: in
         return True
     if not cut:
         return False
-    biggest = max(chosen, key=lambda p: p.cost, default=None)
+    biggest = max((p for p in chosen if p.cost > floor + 32), key=lambda p: p.cost, default=None)
     if biggest is None or biggest.cost < 64:
         return False
-    target = max(32, biggest.cost - over - 16)
+    target = max(floor, biggest.cost - over - 16)
     tok = shaper.tok
     new_msgs: list[WireMessage] = []
     where = _positions(biggest)
@@ -57,7 +60,8 @@ def shrink_mandatory(st: DropState, chosen: list[Piece], ev: Evaluator, over: in
             if isinstance(part, TextPart) and tok.count(part.text) > 48:
                 parts.append(TextPart(text=cut_text(tok, part.text, share, where.get(m.ref or ""))))
             elif isinstance(part, ToolResultPart) and part.text is not None and tok.count(part.text) > 48:
-                parts.append(part.model_copy(update={"text": cut_text(tok, part.text, share, where.get(m.ref or ""))}))
+                cutter = cut_lines if biggest.newest_result else cut_text
+                parts.append(part.model_copy(update={"text": cutter(tok, part.text, share, where.get(m.ref or ""))}))
             else:
                 parts.append(part)
         new_msgs.append(WireMessage(role=m.role, parts=tuple(parts), name=m.name, ref=m.ref))
@@ -83,25 +87,93 @@ def _positions(piece: Piece) -> dict[str, str]:
 
 
 def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str:
-    """``text`` within about ``max_tokens`` tokens: its first two thirds and last third,
-    with a marker naming how many tokens were left out and where the full text is
+    """``text`` within about ``max_tokens`` tokens: its first two thirds and last third
+    (ending and starting at a line break when one is near, so labels stay whole), with a
+    marker naming how many tokens were left out and where the full text is
     (``ref``: ``"artifact a12"``, ``"message 12"``, ``"system prompt"``)."""
     ids = tok.encode(text)
     if len(ids) <= max_tokens:
         return text
     head = tok.decode(ids[: max_tokens * 2 // 3])
     tail = tok.decode(ids[-(max_tokens // 3) :]) if max_tokens >= 3 else ""
+    # whole lines where the text has them: a label or marker is never cut in the middle
+    if (nl := head.rfind("\n")) >= len(head) // 2:
+        head = head[:nl]
+    if 0 <= (nl := tail.find("\n")) < len(tail) // 2:
+        tail = tail[nl + 1:]
     where = f" ({ref})" if ref else ""
     return f"{head}\n[… {len(ids) - max_tokens:,} tokens omitted; full text in the ledger{where} …]\n{tail}"
 
 
-def truncate_system(tok: Tokenizer, sysb: tuple[str, ...], over: int, ev: Evaluator) -> tuple[str, ...]:
-    """The system blocks with the longest one cut by about ``over`` tokens (recorded)."""
+_ERROR_LINE = re.compile(r"error|fail|exception|traceback|panic|fatal|denied|not found|assert", re.I)
+
+
+def cut_lines(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str:
+    """A tool result within about ``max_tokens`` tokens, cut by whole lines: its first
+    lines (the header), its error lines (``error``, ``FAILED``, ``Traceback`` …) and its
+    last lines, in their original order, with one whole marker per gap naming the lines
+    and tokens left out and where the full text is (``ref``: ``"artifact a12"``).  A text
+    of few long lines falls back to :func:`cut_text`.  Linear in the text's size."""
+    lines = text.split("\n")
+    total = tok.count(text)
+    if total <= max_tokens:
+        return text
+    if len(lines) < 6:
+        return cut_text(tok, text, max_tokens, ref)
+    cost = [tok.count(line) + 1 for line in lines]
+    keep: set[int] = set()
+    room = max_tokens - 24  # the markers
+
+    def take(indexes: range | list[int], share: int) -> None:
+        nonlocal room
+        spent = 0
+        for i in indexes:
+            if i in keep:
+                continue
+            if spent + cost[i] > share or cost[i] > room:
+                break
+            keep.add(i)
+            spent += cost[i]
+            room -= cost[i]
+
+    take(range(len(lines)), max_tokens // 3)
+    take(range(len(lines) - 1, -1, -1), max_tokens // 3)
+    take([i for i, line in enumerate(lines) if _ERROR_LINE.search(line)], max(0, room))
+    if not keep:
+        return cut_text(tok, text, max_tokens, ref)
+    where = f" ({ref})" if ref else ""
+    out: list[str] = []
+    gap_lines = gap_tokens = 0
+    for i, line in enumerate(lines):
+        if i in keep:
+            if gap_lines:
+                out.append(f"[… {gap_lines:,} lines ({gap_tokens:,} tokens) omitted; full text in the ledger{where} …]")
+                gap_lines = gap_tokens = 0
+            out.append(line)
+        else:
+            gap_lines += 1
+            gap_tokens += cost[i]
+    if gap_lines:
+        out.append(f"[… {gap_lines:,} lines ({gap_tokens:,} tokens) omitted; full text in the ledger{where} …]")
+    return "\n".join(out)
+
+
+def truncate_system(tok: Tokenizer, sysb: tuple[str, ...], over: int, ev: Evaluator, chosen: list[Piece] | None = None) -> tuple[str, ...]:
+    """The system blocks with the longest one cut by about ``over`` tokens (recorded).
+    When it is too short to cut and ``chosen`` is given, the older task statement gives
+    way instead — the only step left before the budget is exceeded
+    (:func:`drop_task_statement`)."""
     if not sysb:
+        if chosen is not None:
+            drop_task_statement(chosen, ev)
         return sysb
     i = max(range(len(sysb)), key=lambda j: len(sysb[j]))
     n = tok.count(sysb[i])
     cut = cut_text(tok, sysb[i], max(16, n - over - 16), "system prompt")
+    if cut == sysb[i] or tok.count(cut) >= n:
+        if chosen is not None:
+            drop_task_statement(chosen, ev)
+        return sysb
     ev.note_bulk("system", OmissionReason.BUDGET, 1, "system prompt cut to fit the budget")
     return (*sysb[:i], cut, *sysb[i + 1 :])
 
@@ -109,7 +181,8 @@ def truncate_system(tok: Tokenizer, sysb: tuple[str, ...], over: int, ev: Evalua
 def drop_task_statement(chosen: list[Piece], ev: Evaluator) -> bool:
     """An older task statement (the first user message, when a later user message is
     the current input) gives way to the current input, the recovery state and the
-    runtime state.  Returns whether a piece was dropped (recorded as a budget
+    runtime state — only when nothing else is left to cut (the system prompt is too
+    short to cut).  Returns whether a piece was dropped (recorded as a budget
     omission)."""
     for p in chosen:
         if p.task_statement and p.unit is not None:
@@ -117,3 +190,34 @@ def drop_task_statement(chosen: list[Piece], ev: Evaluator) -> bool:
             ev.omit_unit(p.unit, OmissionReason.BUDGET, "mandatory content alone exceeds the budget: the older task statement gives way to the current input and recovery state")
             return True
     return False
+
+
+TASK_FLOOR = 64
+"""Tokens of an older task statement kept however tight the budget (its head and tail,
+with the omission marker naming the message)."""
+
+
+def cut_task_statement(st: DropState, chosen: list[Piece], ev: Evaluator, over: int) -> bool:
+    """An older task statement (the first user message, when a later user message is
+    the current input) is cut by about ``over`` tokens, to no less than
+    :data:`TASK_FLOOR`, with the omission marker — never dropped: the model must know
+    the task (seed 000 §4.6).  Returns whether it shrank (recorded as a budget
+    reshaping)."""
+    p = next((x for x in chosen if x.task_statement and x.unit is not None), None)
+    if p is None or p.cost <= TASK_FLOOR + 16:
+        return False
+    tok, target = st.shaper.tok, max(TASK_FLOOR, p.cost - over - 16)
+    where = _positions(p)
+    share = max(16, target // max(1, len(p.messages)))
+    new_msgs = [
+        WireMessage(role=m.role, name=m.name, ref=m.ref, parts=tuple(
+            TextPart(text=cut_text(tok, part.text, share, where.get(m.ref or ""))) if isinstance(part, TextPart) else part for part in m.parts))
+        for m in p.messages
+    ]
+    new_cost = st.shaper.cost(new_msgs)
+    if new_cost >= p.cost:
+        return False
+    p.messages, p.cost = new_msgs, new_cost
+    assert p.unit is not None
+    ev.shape_record(p.unit.key, "message", Shape.EXTRACT, OmissionReason.BUDGET, "mandatory content alone exceeds the budget: the older task statement is cut to fit (head and tail kept)")
+    return True

@@ -22,7 +22,11 @@ if TYPE_CHECKING:
     from contextledger.assembly.units import Unit
     from contextledger.tokens import Tokenizer
 
-__all__ = ["PROBE_BUCKET", "Piece", "called_tools", "first_text", "message_cost", "outdated"]
+__all__ = ["NOTE_SEQ", "PROBE_BUCKET", "Piece", "called_tools", "first_text", "message_cost", "outdated"]
+
+NOTE_SEQ = 10**12
+"""``order[0]`` of task-state notes (working set, runtime state): placed by the request
+builder before the last user turn (:meth:`~contextledger.assembly.budget.Budgeter.build`)."""
 
 PROBE_BUCKET = "\x00probe"
 """Bucket name of cost-probe renderings (renamed when a probe rendering is kept)."""
@@ -59,12 +63,21 @@ class Piece:
     extra_refs: tuple[str, ...] = ()
     memory: ToolMemory | None = None
     task_statement: bool = False
+    newest_result: bool = False
+    """The newest tool exchange of the current turn: what the next step depends on (kept
+    raw while it fits, else cut to a head-and-tail excerpt by lines; never dropped)."""
     working_set: bool = False
     evict: tuple[int, int, int, int, tuple[int, int]] | None = None
     """The eviction key of an evidence line, once computed (see ``drop_order.eviction_key``)."""
     line: str | None = None
     """The text of an evidence line (``unit`` is ``None``, ``messages`` empty): lines are
     sent together in one retrieval block."""
+
+
+def line_record(p: Piece) -> tuple[str, str]:
+    """``(record id, record kind)`` an evidence line shows: its memory, else the recalled
+    message named in ``extra_refs``."""
+    return (p.memory_ids[0], "memory") if p.memory_ids else (p.extra_refs[0], "message")
 
 
 def message_cost(tok: Tokenizer, msgs: list[WireMessage]) -> int:

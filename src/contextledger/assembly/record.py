@@ -88,6 +88,7 @@ class AssemblyResult:
             "over_budget": r.over_budget,
             "timings_ms": r.timings_ms,
             "retrieval": r.retrieval,
+            "cost": r.cost,
             "payload": self.payload,
             **({"trace": r.trace} if r.trace is not None else {}),
         }
@@ -138,8 +139,9 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
     summary = ev.decision_counts()
     # the trace then folds to the decisions of the request as built (kept trace = stored list)
     ev.decisions.extend(settle_entries(ev.decisions, a.selected, a.considered))
+    prev_payload = store.get_assembly(b.scope, prev.id)[1] if prev is not None else None
     if prev is not None and prev.stable_prefix_hash != a.prefix_hash:
-        prefix_change = _prefix_change(store, b, prev, a.system)
+        prefix_change = _prefix_change(prev, prev_payload, a.system)
     return ContextAssembly(
         id=new_id("asm"),
         tenant_id=b.scope.tenant_id,
@@ -175,6 +177,7 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
         record_decisions=compact_decisions(reduce_trace(ev.decisions)),
         lineage_max_seq=max((m.seq for m in cands.messages), default=None),
         retrieval=_retrieval_record(cands, refs),
+        cost=_cost(b.provider, a, prev, prev_payload),
         payload_sha256="sha256:" + hashlib.sha256(json.dumps(a.payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
         created_at=datetime.now(UTC),
     )
@@ -204,9 +207,22 @@ def _omissions(ev: Evaluator, cands: CandidateSet) -> tuple[dict[str, int], int]
     return omitted, outside
 
 
-def _prefix_change(store: SqlStore, b: Boundary, prev: ContextAssembly, system: tuple[str, ...]) -> dict[str, Any]:
+def _cost(provider: str, a: Assembled, prev: ContextAssembly | None, prev_payload: dict[str, Any] | None) -> dict[str, Any]:
+    """The record's cost figures; a price table that cannot be loaded is named in
+    ``error`` (the assembly itself never fails on it)."""
+    from contextledger.assembly.cost_record import assembly_cost
+    from contextledger.errors import InputError
+
+    # a provider's prompt cache holds only what was sent to it: another provider's request is no previous one
+    previous = (prev.id, prev_payload, prev.replay_tokens) if prev is not None and prev.provider == provider else None
+    try:
+        return assembly_cost(provider, None, a.payload, a.replay_tokens, previous=previous)
+    except InputError as exc:
+        return {"basis": "estimate", "error": str(exc)}
+
+
+def _prefix_change(prev: ContextAssembly, payload: dict[str, Any] | None, system: tuple[str, ...]) -> dict[str, Any]:
     """Where the stable prefix first differs from the previous assembly's, and why."""
-    _, payload = store.get_assembly(b.scope, prev.id)
     old = ""
     if payload:
         sysval = payload.get("system", payload.get("instructions"))

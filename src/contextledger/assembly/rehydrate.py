@@ -132,3 +132,65 @@ def _swap_in_raw(chosen: list[Piece], ev: Evaluator, policy: Policy, store: SqlS
             ev.rehydrated(art.id)
             done.append(art.id)
     return done
+
+
+def excerpt_newest_result(sel: Selection, budgeter: Budgeter, store: SqlStore, scope: Scope) -> Selection:
+    """``sel`` with the newest tool result (the one the current turn just received)
+    shown as its raw text, cut by lines to the budget left, where the selection shows
+    only its memory: in a tool loop the next step depends on the result the model just
+    asked for, so older context yields first (the budget stage already did) and the
+    room left goes to it.  Head, error lines and tail are kept
+    (:func:`~contextledger.assembly.last_resort.cut_lines`), the marker names the
+    artifact's handle so the full text can be rehydrated.  Unchanged when there is no
+    such result, it is outdated, private or not allowed raw, or no room is left
+    (recorded on the trace when swapped)."""
+    from contextledger.assembly.last_resort import cut_lines
+    from contextledger.handles import artifact_handle
+
+    ev = budgeter.ev
+    i = next((k for k, p in enumerate(sel.chosen) if p.newest_result and p.memory_ids and p.unit is not None), None)
+    if i is None:
+        return sel
+    piece = sel.chosen[i]
+    assert piece.unit is not None
+    total = budgeter.exact(sel.request)
+    room = budgeter.budget - total
+    if room < 48:
+        return sel
+    raws: dict[str, str] = {}
+    for c in piece.unit.calls:
+        art = piece.unit.artifacts.get(c.call_id)
+        mem = piece.unit.memories.get(art.id) if art is not None else None
+        if art is None or mem is None or art.id in piece.raw_artifacts or outdated(mem, ev) or not ev.raw_allowed(art)[0] or ev.artifact_hidden(art) is not None:
+            continue
+        try:
+            raws[art.id] = store.read_artifact_bytes(scope, art).decode("utf-8", "replace")
+        except Exception:
+            continue
+    if not raws:
+        return sel
+    tok = budgeter.shaper.tok
+    handles = {a.id: f"artifact {artifact_handle(a)}" for a in piece.unit.artifacts.values()}
+    shown = [m for m in piece.messages if m.ref in raws]
+    share = (room + sum(budgeter.shaper.cost([m]) for m in shown)) // max(1, len(shown))
+    for _ in range(3):
+        msgs = [_excerpt_message(m, raws[m.ref], tok, share - 16, handles.get(m.ref), cut_lines) if m.ref in raws else m for m in piece.messages]
+        chosen = [*sel.chosen[:i], dataclasses.replace(piece, messages=msgs, cost=budgeter.shaper.cost(msgs)), *sel.chosen[i + 1:]]
+        request = budgeter.build(chosen, sel.notes, sel.system)
+        over = budgeter.exact(request) - budgeter.budget
+        if over <= 0:
+            for art_id in raws:
+                ev.shape_record(art_id, "artifact", Shape.EXTRACT, OmissionReason.BUDGET, "newest result: its lines (head, errors, tail) in the budget left")
+            return dataclasses.replace(sel, request=request, chosen=chosen)
+        share -= over // max(1, len(shown)) + 16
+        if share < 48:
+            break
+    return sel
+
+
+def _excerpt_message(m: WireMessage, raw: str, tok: object, max_tokens: int, ref: str | None, cut: Callable[..., str]) -> WireMessage:
+    text = cut(tok, raw, max_tokens, ref)
+    first = m.parts[0]
+    if m.role == "tool":
+        return WireMessage(role="tool", parts=(first.model_copy(update={"text": text}), *m.parts[1:]), name=m.name, ref=m.ref)
+    return WireMessage(role=m.role, parts=(TextPart(text=text),), name=m.name, ref=m.ref)

@@ -22,7 +22,7 @@ from contextledger.records.parts import ImagePart, Part, TextPart, ToolCallPart,
 from contextledger.store.base import Scope
 from contextledger.store.sql import SqlStore
 
-__all__ = ["estimate_replay_tokens", "replay_request"]
+__all__ = ["estimate_replay_tokens", "replay_request", "tool_schema_tokens"]
 
 NO_RESULT = "[no result recorded]"
 
@@ -88,9 +88,24 @@ def replay_request(store: SqlStore, scope: Scope, cands: CandidateSet, tools: tu
     return NeutralRequest(system=tuple(system), messages=tuple(out), tools=tools), count
 
 
-def estimate_replay_tokens(store: SqlStore, scope: Scope, cands: CandidateSet) -> tuple[int, int]:
+def tool_schema_tokens(provider: str, tools: tuple[ToolSchema, ...]) -> int:
+    """Tokens the declarations of ``tools`` add to a ``provider`` request as serialized
+    (the same request counted with and without them; 0 for no tools)."""
+    from contextledger.providers.registry import count_payload_tokens, serialize
+
+    if not tools:
+        return 0
+    probe = (WireMessage(role="user", parts=(TextPart(text="."),)),)
+    with_tools = serialize(provider, NeutralRequest(system=(), messages=probe, tools=tools), resolve_blob=None)
+    without = serialize(provider, NeutralRequest(system=(), messages=probe, tools=()), resolve_blob=None)
+    return max(0, int(count_payload_tokens(provider, with_tools)) - int(count_payload_tokens(provider, without)))
+
+
+def estimate_replay_tokens(store: SqlStore, scope: Scope, cands: CandidateSet, tools_tokens: int = 0) -> tuple[int, int]:
     """Replay size from cached per-record token counts (no payload reads): message
-    content + raw result tokens + 3 tokens of overhead per message.  Used for very long
-    histories where reading every payload would dominate the measurement."""
+    content (the recorded system prompt included) + raw result tokens + 3 tokens of
+    overhead per message + ``tools_tokens`` (the tool declarations, which the replayed
+    request carries as the assembled one does: :func:`tool_schema_tokens`).  Used for
+    very long histories where reading every payload would dominate the measurement."""
     t = cands.totals or store.lineage_totals(scope, cands.conversation.id, cands.segments)
-    return t["message_tokens"] + t["artifact_tokens"] + 3 * t["messages"] + 3, t["messages"]
+    return t["message_tokens"] + t["artifact_tokens"] + 3 * t["messages"] + 3 + tools_tokens, t["messages"]

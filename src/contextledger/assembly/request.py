@@ -45,6 +45,7 @@ class AssemblyRequest:
     runtime_kind: RuntimeKind | None = None
     persist: bool = True
     replay: str = "auto"
+    replaces: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,9 +11,12 @@ Two halves:
   the current user input, the task statement as task state, the unresolved calls), runs
   the retrieval router's routes (:mod:`contextledger.retrieval`: ``keyword``,
   ``semantic``, ``artifact``, ``memory``, then ``graph`` from the fused hits; the
-  assembler keeps its own recent window and rules) over the lineage's memories that are
-  not candidates already, fuses them by reciprocal rank (k = 60) and keeps the best
-  :data:`RETRIEVED`; they become candidates with their exchanges, and the usual policy
+  assembler keeps its own recent window and rules) over the whole lineage's memories and
+  chat messages (user and assistant text: a conversation without tool calls keeps its
+  facts there) that are not candidates already, fuses them by reciprocal rank (k = 60)
+  and keeps the best :data:`RETRIEVED`; memories become candidates with their
+  exchanges, messages as themselves (text-only messages: no tool call left unpaired),
+  and the usual policy
   evaluation (visibility, ownership, privacy, branch, freshness, supersession) decides
   what of them is sent — retrieval never bypasses a boundary.  What the router did (the
   routes used, the routes unavailable and why, and per recalled memory its routes, ranks
@@ -21,7 +24,10 @@ Two halves:
   (``retrieval``).
 * **evidence lines**, after shaping (:func:`evidence_lines`): every candidate memory not
   already shown by a unit in view becomes one line of the retrieval block, as its
-  memory view allows (current, stale marker, restricted summary) — or nothing.
+  memory view allows (current, stale marker, restricted summary) — or nothing; every
+  recalled message the viewer may see becomes one line too (:func:`message_lines`:
+  its role, turn and text), so an old turn is sent in the retrieval block, never
+  re-inserted into the history.
 
 Work per request is bounded by the routes' own limits (at most
 :data:`~contextledger.retrieval.router.PER_ROUTE` hits each, index ranges with a
@@ -32,12 +38,13 @@ Work per request is bounded by the routes' own limits (at most
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.pieces import Piece
 from contextledger.assembly.render import memory_line
-from contextledger.records.enums import MessageKind, OmissionReason, Role, ToolCallStatus
+from contextledger.assembly.task import states_task
+from contextledger.records.enums import MessageKind, OmissionReason, Role, Shape, ToolCallStatus
 from contextledger.records.models import Message, ToolCall, ToolMemory
 from contextledger.retrieval.model import RetrievalQuery
 from contextledger.retrieval.query import request_query
@@ -59,7 +66,11 @@ __all__ = [
     "Recalled",
     "RetrievalRouter",
     "evidence_lines",
+    "message_lines",
 ]
+
+MESSAGE_LINE_CHARS = 600
+"""Characters of a recalled message's text on its evidence line."""
 
 RETRIEVED = 12
 """Most older memories recalled into one candidate set."""
@@ -84,6 +95,8 @@ class Recalled:
     Attributes:
         memories: the recalled memories that were not candidates yet, best first
             (bodies read by id); they join the candidates with their exchanges.
+        messages: the recalled chat messages older than the candidate messages, text
+            only, best first; they join the candidates as they are.
         relevance: memory id → points for every ranked memory, new or already a
             candidate (``n`` for the best of ``n`` ranked, 1 for the last): the budget
             evicts the evidence lines of recalled memories after the others of their
@@ -92,7 +105,7 @@ class Recalled:
             no user input, task state or unresolved call): ``{"query": {"message_id",
             "task_message_id", "unresolved_call_ids"}, "rrf_k", "routes_used",
             "degraded": {route: why}, "routes": [{"name", "hits"}],
-            "hits": [{"record_id", "routes", "ranks", "fused_score", "candidate"}]}``
+            "hits": [{"record_id", "record_kind", "routes", "ranks", "fused_score", "candidate"}]}``
             (``candidate``: the memory was a candidate already; the record adds
             ``sent``: it reached the payload) — ids only, never text,
             and no timing (the same request gives the same record).
@@ -103,6 +116,7 @@ class Recalled:
     relevance: dict[str, int]
     report: dict[str, Any] | None
     duration_ms: float = 0.0
+    messages: list[Message] = field(default_factory=list)
 
 
 class RetrievalRouter:
@@ -140,8 +154,10 @@ class RetrievalRouter:
         """The query of a request whose newest messages are ``window`` (``head``: the
         older messages read, with the task statement; ``calls``: the candidate calls)
         and its id-only description; ``None`` when there is nothing to ask."""
-        current = next((m for m in reversed(window) if m.role is Role.USER and m.kind is MessageKind.CHAT), None)
-        task = next((m for m in [*head, *window] if m.role is Role.USER and m.kind is MessageKind.CHAT), None)
+        # the user's own words (task.states_task): an injected preamble is neither the
+        # task nor the request; the request is in the head when a tool loop outgrew the window
+        users = [m for m in sorted([*head, *window], key=lambda m: m.seq) if m.role is Role.USER and m.kind is MessageKind.CHAT and states_task(m)]
+        current, task = (users[-1], users[0]) if users else (None, None)
         task_text = ""
         if task is not None and current is not None and task.id != current.id:
             task_text = " ".join(p.text for p in task.parts if p.kind == "text" and p.text)[:TASK_STATE_CHARS]
@@ -157,10 +173,11 @@ class RetrievalRouter:
         return q, described
 
     def recall(self, store: SqlStore, reads: LineageReads, segments: Sequence[LineageSegment], window: Sequence[Message], head: Sequence[Message], calls: Sequence[ToolCall], have: set[str]) -> Recalled:
-        """Recall older memories for the request (module docstring), in ``reads``'s read
-        transaction; ``have``: ids of the memories that are candidates already.  The
-        fused memory hits are ranked down to ``limit`` memories that are not candidates
-        (at most ``2 × limit`` ranked in all)."""
+        """Recall older memories and messages for the request (module docstring), in
+        ``reads``'s read transaction; ``have``: ids of the memories that are candidates
+        already (``window`` and ``head`` messages are candidates: no route returns them).
+        The fused hits are ranked down to ``limit`` records that are not candidates (at
+        most ``2 × limit`` ranked in all)."""
         asked = self.query(window, head, calls) if self.routes else None
         if asked is None:
             return Recalled(memories=[], relevance={}, report=None)
@@ -169,15 +186,24 @@ class RetrievalRouter:
         q, described = asked
         ctx = RouteContext(
             store=store, conn=reads.conn, reads=reads, scope=reads.scope, conversation_id=reads.conversation_id,
-            segments=list(segments), encoder=self.encoder(), kinds=frozenset({"memory"}),
+            segments=list(segments), encoder=self.encoder(), kinds=frozenset({"memory", "message"}),
+            exclude=frozenset(m.id for m in [*window, *head]),
         )
         result, fused = route_and_fuse(ctx, q, self.routes)
-        # the fused memories (at most one list per route) read once: equal fused scores
+        # the fused records (at most one list per route) read once: equal fused scores
         # go by transcript order (older first), never by the random id, so a re-import
         # of the same transcript ranks the same
-        hits = [f for f in fused if f[0] == "memory"]
-        bodies = {m.id: m for m in reads.memories_by_id([f[1] for f in hits])} if hits else {}
-        hits = sorted((f for f in hits if f[1] in bodies), key=lambda f: (-f[2], -len(f[3]), bodies[f[1]].seq, f[1]))
+        mem_ids = [f[1] for f in fused if f[0] == "memory"]
+        msg_ids = sorted(f[1] for f in fused if f[0] == "message")
+        bodies: dict[str, ToolMemory | Message] = {m.id: m for m in reads.memories_by_id(mem_ids)} if mem_ids else {}
+        if msg_ids:
+            bodies.update({m.id: m for m in reads.messages_by_id(list(segments), msg_ids) if _text_only(m)})
+        from contextledger.handles import record_handle
+        from contextledger.retrieval.boundary import ROUTE_WEIGHTS
+        from contextledger.retrieval.fusion import lead_tier
+
+        # each full-weight route's best hit leads, then exact identifier matches
+        hits = sorted((f for f in fused if f[1] in bodies), key=lambda f: (lead_tier(f, ROUTE_WEIGHTS, result.exact), -f[2], -len(f[3]), bodies[f[1]].seq, f[1]))
         ranked, new = [], 0
         for f in hits:
             if f[1] not in have and new >= self.limit:
@@ -187,6 +213,8 @@ class RetrievalRouter:
             if len(ranked) >= 2 * self.limit:
                 break
         found = {f[1]: bodies[f[1]] for f in ranked if f[1] not in have}
+        new_mems = [b for f in ranked if isinstance(b := found.get(f[1]), ToolMemory)]
+        new_msgs = [b for f in ranked if isinstance(b := found.get(f[1]), Message)]
         report = {
             "query": described,
             "rrf_k": result.rrf_k,
@@ -194,13 +222,18 @@ class RetrievalRouter:
             "degraded": result.degraded,
             "routes": [{"name": r.name, "hits": r.hits} for r in result.routes],
             "hits": [
-                {"record_id": rid, "routes": sorted(ranks), "ranks": dict(sorted(ranks.items())), "fused_score": round(score, 6), "candidate": rid in have}
-                for _, rid, score, ranks, _ in ranked
+                {"record_id": rid, "handle": record_handle(kind, bodies[rid].seq), "record_kind": kind, "routes": sorted(ranks), "ranks": dict(sorted(ranks.items())), "fused_score": round(score, 6), "candidate": rid in have}
+                for kind, rid, score, ranks, _ in ranked
             ],
         }
         relevance = {f[1]: len(ranked) - i for i, f in enumerate(ranked)}
         ms = round(sum(r.duration_ms for r in result.routes), 3)
-        return Recalled(memories=[found[f[1]] for f in ranked if f[1] in found], relevance=relevance, report=report, duration_ms=ms)
+        return Recalled(memories=new_mems, messages=new_msgs, relevance=relevance, report=report, duration_ms=ms)
+
+
+def _text_only(msg: Message) -> bool:
+    """A chat message of text parts alone (recalled as it is: no call to pair)."""
+    return msg.kind is MessageKind.CHAT and msg.role in (Role.USER, Role.ASSISTANT) and all(p.kind == "text" for p in msg.parts)
 
 
 DEFAULT_ROUTER = RetrievalRouter()
@@ -224,4 +257,23 @@ def evidence_lines(memories: list[ToolMemory], in_view: set[str], covered_to: in
             continue
         text = memory_line(mem, view.text)
         lines.append(Piece(unit=None, messages=[], cost=tok.count(text) + 2, bucket="retrieval", shape=view.shape, order=(mem.seq, 0), memory_ids=(mem.id,), confidence=mem.confidence, stale=view.stale, memory=mem, line=text))
+    return lines
+
+
+def message_lines(messages: Sequence[Message], ev: Evaluator, tok: Tokenizer) -> list[Piece]:
+    """One evidence-line piece per recalled message the viewer may see (visibility and
+    ownership of the message; a privacy class above ``internal`` is not recalled: its
+    routing is decided with its exchange), in transcript order: ``- <role>, turn
+    <seq>: <text>`` (text cut at :data:`MESSAGE_LINE_CHARS`)."""
+    lines: list[Piece] = []
+    for msg in sorted(messages, key=lambda m: (m.seq, m.id)):
+        if ev.is_omitted(msg.id) or msg.privacy_class.value not in ("public", "internal"):
+            continue
+        if ev._visible(msg.visibility, msg.participant_id) is not None:
+            continue
+        text = " ".join(p.text for p in msg.parts if p.kind == "text" and p.text).strip()
+        if not text:
+            continue
+        line = f"- {msg.role.value}, turn {msg.seq}: {text[:MESSAGE_LINE_CHARS]}"
+        lines.append(Piece(unit=None, messages=[], cost=tok.count(line) + 2, bucket="retrieval", shape=Shape.EXTRACT if len(text) > MESSAGE_LINE_CHARS else Shape.RAW, order=(msg.seq, 2), extra_refs=(msg.id,), line=line))
     return lines

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextledger.assembly.replay import estimate_replay_tokens, replay_request
+from contextledger.assembly.replay import estimate_replay_tokens, replay_request, tool_schema_tokens
 from contextledger.assembly.visibility import tool_schemas
 from contextledger.providers.base import NeutralRequest, ToolSchema
 
@@ -57,9 +57,10 @@ def measure_replay(store: SqlStore, bound: Boundary, cands: CandidateSet) -> tup
     from the stored counts."""
     from contextledger.providers.registry import count_payload_tokens, serialize
 
-    if bound.replay == "estimate":
-        return estimate_replay_tokens(store, bound.scope, cands)
-    req, n = replay_request(store, bound.scope, cands, tool_schemas(cands, None))
+    tools = tool_schemas(cands, None)
+    if bound.replay == "estimate":  # like the exact replay, it carries the tool declarations
+        return estimate_replay_tokens(store, bound.scope, cands, tool_schema_tokens(bound.provider, tools))
+    req, n = replay_request(store, bound.scope, cands, tools)
     return int(count_payload_tokens(bound.provider, serialize(bound.provider, req, resolve_blob=None))), n
 
 

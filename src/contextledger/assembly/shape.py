@@ -13,11 +13,12 @@ banner), never as instructions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from contextledger.assembly.pieces import PROBE_BUCKET, Piece, message_cost
+from contextledger.assembly.pieces import NOTE_SEQ, PROBE_BUCKET, Piece, message_cost
 from contextledger.assembly.render import (
     DATA_BANNER,
     artifact_ref,
@@ -265,6 +266,17 @@ class Shaped:
     in_view: set[str]
 
 
+def newest_exchange(units: Sequence[Unit], current: int | None) -> int | None:
+    """Index of the newest tool exchange answered after the current input (the result a
+    tool loop's next step depends on; seed 001 §3: the current request's evidence is
+    hot), or ``None`` when the current turn has none."""
+    start = current if current is not None else 0
+    for i in range(len(units) - 1, start - 1, -1):
+        if units[i].kind == "exchange" and units[i].calls:
+            return i
+    return None
+
+
 def shape_pieces(visible: VisibleUnits, heat: Heat, ev: Evaluator, shaper: Shaper, cands: CandidateSet, now: datetime) -> Shaped:
     """Render every visible unit — raw in the recent tail and when protected, shaped
     before it; a probe rendering of the temperature stage is kept when its trace would be
@@ -273,9 +285,10 @@ def shape_pieces(visible: VisibleUnits, heat: Heat, ev: Evaluator, shaper: Shape
     pieces: list[Piece] = []
     in_view: set[str] = set()
     mandatory_at = (heat.first_user, heat.current)
+    newest = newest_exchange(visible.units, heat.current)
     for i, u in enumerate(visible.units):
-        in_tail = i >= heat.tail_start
-        mandatory = i in mandatory_at or u.key in heat.protected or u.messages[0].kind == MessageKind.MODERATOR
+        in_tail = i >= heat.tail_start or i == newest
+        mandatory = i in mandatory_at or i == newest or u.key in heat.protected or u.messages[0].kind == MessageKind.MODERATOR
         bucket = "current_input_task_state" if i in mandatory_at else ("recent_tail" if in_tail else ("tool_results" if u.calls else "retrieval"))
         if u.key in heat.protected and not in_tail:
             bucket = "current_input_task_state"
@@ -287,6 +300,7 @@ def shape_pieces(visible: VisibleUnits, heat: Heat, ev: Evaluator, shaper: Shape
         else:
             piece = shaper.render_unit(u, ev, raw=raw, bucket=bucket, mandatory=mandatory, order=(u.seq, i))
         piece.task_statement = i == heat.first_user and heat.first_user != heat.current
+        piece.newest_result = i == newest
         in_view.update(m.id for m in u.memories.values())
         pieces.append(piece)
     comp = visible.compaction
@@ -301,5 +315,5 @@ def shape_pieces(visible: VisibleUnits, heat: Heat, ev: Evaluator, shaper: Shape
     if state:
         refs = tuple(x.id for x in (ckpt, skill) if x is not None)
         msg = WireMessage(role="user", parts=(TextPart(text=state),), ref=refs[0])
-        pieces.append(Piece(unit=None, messages=[msg], cost=shaper.cost([msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 0), extra_refs=refs))
+        pieces.append(Piece(unit=None, messages=[msg], cost=shaper.cost([msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(NOTE_SEQ, 0), extra_refs=refs))
     return Shaped(pieces=pieces, in_view=in_view)

@@ -2,8 +2,9 @@
 
 Seed 001 §9 *Temperature Manager* and §4.3 (hot / warm / cold / frozen / long-term);
 seed 001 §9 budget: keep the recent N turns raw.  Hot: the task statement (the first
-user turn that is not a scaffold demonstration), the current input, recovery-protected
-units (unresolved and failed tool state, seed 000 §4.6) and the recent tail — the last
+user turn that is not a scaffold demonstration nor wholly client-injected text), the
+current input, recovery-protected units (unresolved and failed tool state, seed 000
+§4.6) and the recent tail — the last
 ``recent_tail.min_turns`` user turns, but no more raw history than
 ``recent_tail.max_share`` of the budget (long agent turns).  When the whole history fits
 raw within 90 % of the budget, everything is hot.  Older units are warm (shaped by
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from contextledger.assembly.pieces import PROBE_BUCKET, Piece
+from contextledger.assembly.task import states_task
 
 if TYPE_CHECKING:
     from contextledger.assembly.evaluate import Evaluator
@@ -68,8 +70,9 @@ def plan_temperature(units: list[Unit], ev: Evaluator, shaper: Prober, policy: P
     k = policy.recent_tail.min_turns
     tail_start = turn_starts[-k] if len(turn_starts) >= k and k > 0 else 0
     # the task statement: the first user turn that is not a scaffold demonstration
-    # (SWE-agent's ``is_demo`` example trajectory is older context, not the task)
-    tasks = [i for i in turn_starts if not units[i].messages[0].metadata.get("is_demo")]
+    # (SWE-agent's ``is_demo`` example trajectory is older context, not the task) nor
+    # wholly client-injected (Codex's ``<environment_context>``, AGENTS.md instructions)
+    tasks = [i for i in turn_starts if states_task(units[i].messages[0])]
     first_user = tasks[0] if tasks else (turn_starts[0] if turn_starts else None)
     current = turn_starts[-1] if turn_starts else None
     protected = ev.recovery.protected(units)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contextledger.assembly.pieces import Piece, message_cost
+from contextledger.assembly.pieces import NOTE_SEQ, Piece, message_cost
 from contextledger.assembly.render import DATA_BANNER
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import OmissionReason, ResolutionState, RuntimeKind, Shape
@@ -98,7 +98,7 @@ def working_set_piece(files: list[ToolMemory], ev: Evaluator, policy: Policy, to
     if len(latest) > len(lines):
         lines.append(f"- … {len(latest) - len(lines)} older files in the ledger")
     msg = WireMessage(role="user", parts=(TextPart(text=head + "\n" + "\n".join(lines)),), ref=refs[0])
-    piece = Piece(unit=None, messages=[msg], cost=message_cost(tok, [msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(10**12, 1), extra_refs=tuple(refs))
+    piece = Piece(unit=None, messages=[msg], cost=message_cost(tok, [msg]), bucket="current_input_task_state", shape=Shape.STRUCTURED, mandatory=True, order=(NOTE_SEQ, 1), extra_refs=tuple(refs))
     piece.working_set = True
     return piece
 

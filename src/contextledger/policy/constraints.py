@@ -5,9 +5,10 @@ injected into context, situational ones only when their path/tool matches.  Seed
 explicit user requirements belong to the hard constraints of every compaction handoff,
 so user constraints are pinned and re-emitted verbatim in every request.
 
-* :func:`extract_user_constraints` finds constraint sentences in a message (English and
-  Japanese) and returns pinned, hard, user-authority rules holding each sentence
-  verbatim.  Questions are never constraints.
+* :func:`extract_user_constraints` finds the constraints of a user message (English,
+  Japanese, Chinese; which sentences count, and which earlier sentence gives one its scope,
+  is :mod:`contextledger.policy.constraint_text`) and returns pinned user-authority rules
+  holding each verbatim — hard, or situational when the scope is borrowed.
 * :func:`rules_for_context` selects the rules to inject for the paths/tools in play.
 * :func:`check_tool_call` is the pre-execution check a caller runs before a tool runs.
 
@@ -38,6 +39,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from contextledger.policy.authority import SourceKind, authority_for_source
+from contextledger.policy.constraint_text import (
+    EN_TARGET,
+    JA_TARGET,
+    ZH_TARGET,
+    constraint_passages,
+)
 from contextledger.policy.rules import (
     Rule,
     claimed_authority,
@@ -311,72 +318,6 @@ def _check_rule(
 # --- user constraints ---------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
-_LEAD = r"^(?:(?:please|and|also|but|so|just|ok|okay|then|now|again|oh|pls)[,\s]+)*"
-_NEG_WORDS = r"(?:never|do\s+not|don't|don’t|dont|must\s+not|mustn't|avoid|stop|refrain\s+from)"
-_EN_PATTERNS = (
-    re.compile(_LEAD + _NEG_WORDS + r"\b", re.IGNORECASE),
-    re.compile(
-        r"(?:[,;:]\s*|\s[-—]\s*|\b(?:and|but|so|then|also|please)\s+)(?:please\s+)?"
-        r"(?:never|do\s+not|don't|don’t)\s+[a-z]",
-        re.IGNORECASE,
-    ),
-    re.compile(r"\bmust\s+(?:not|never)\b|\bmustn't\b", re.IGNORECASE),
-    # an explicit requirement anywhere in the sentence ("the parser must keep …"), not
-    # a guess about the past ("that must have worked"): seed 001 §10 — explicit user
-    # requirements are hard constraints of every handoff
-    re.compile(r"\bmust\b(?!\s+(?:have|'ve)\b)", re.IGNORECASE),
-    re.compile(
-        r"\b(?:you|we)\s+(?:must|should\s+never|shall\s+not|are\s+not\s+allowed\s+to|"
-        r"may\s+not|need\s+to\s+always)\b",
-        re.IGNORECASE,
-    ),
-    re.compile(_LEAD + r"always\b", re.IGNORECASE),
-    re.compile(
-        r"\bask\s+(?:me\s+)?(?:first|before)\b|\bcheck\s+with\s+me\s+(?:first|before)\b|"
-        r"\bwait\s+for\s+(?:my|an?|explicit)\s+(?:explicit\s+)?(?:approval|go-ahead|"
-        r"go\s+ahead|confirmation|ok|okay|sign-off)\b|\bwithout\s+my\s+(?:approval|"
-        r"permission|ok|okay|sign-off)\b|\bget\s+my\s+(?:approval|permission|ok|sign-off)\b|"
-        r"\buntil\s+i\s+(?:approve|say\s+so|confirm)\b|\bneeds?\s+my\s+approval\b",
-        re.IGNORECASE,
-    ),
-)
-_EN_TARGET = re.compile(
-    r"\b(?:only\s+(?:change|modify|edit|touch|update|write\s+to|work\s+(?:in|on))|"
-    r"limit\s+(?:your\s+)?(?:changes|edits)\s+to|keep\s+(?:your\s+)?(?:changes|edits)\s+"
-    r"(?:inside|within|under|in))\b(?:\s+(?:the\s+)?(?:files?|code)\s*)?"
-    r"(?:\s*(?:under|in|inside|within))?\s+(?P<rest>.+)$",
-    re.IGNORECASE,
-)
-_EN_EXCLUDE = re.compile(
-    r"^\W*(?:never\s+mind|don'?t\s+(?:know|worry|understand|think|see|remember|get\s+it)|"
-    r"do\s+not\s+(?:know|understand|think))\b",
-    re.IGNORECASE,
-)
-_EN_QUESTION_START = re.compile(
-    r"^\W*(?:why|how|what|when|where|which|who|whom|whose|can|could|would|should|is|are|"
-    r"was|were|will|shall|may|might|did|does|have|has|do\s+(?:you|we|i|they))\b",
-    re.IGNORECASE,
-)
-_JA_PATTERNS = (
-    re.compile(r"ないで(?:ください|下さい|ほしい|欲しい|くれ)|ないで[ねよ]?[。！!]?$"),
-    re.compile(
-        r"ないこと|ないように|禁止|してはいけない|してはならない|てはいけない|"
-        r"てはならない|ちゃだめ|ちゃダメ|てはだめ|ては駄目|厳禁|するな[。！!]?$"
-    ),
-    re.compile(
-        r"前に(?:必ず)?(?:確認|相談|承認|許可)|(?:承認|許可|確認|OK)を(?:待って|得て|"
-        r"もらって|取って|とって)|勝手に"
-    ),
-    re.compile(r"必ず"),
-)
-# the look-behind starts a path only where a run of path characters starts: without it a
-# long run (70,000 word characters in hostile input) is retried from every position inside
-# it, quadratic in its length
-_JA_TARGET = re.compile(
-    r"(?<![\w./*\-])(?P<path>[\w./*\-]+)[」』`'\"]?\s*(?:以下|配下|の中|内|ディレクトリ|フォルダ)"
-    r"(?:の(?:ファイル)?)?(?:だけ|のみ)"
-)
-_JA_QUESTION = re.compile(r"(?:[?？]|か[。]?|かな[。]?|でしょう[。]?)$")
 _PATH_TOKEN = re.compile(r"^[`'\"「(]*(?P<p>[\w.*\-][\w./*\-]*)[`'\"」).,;:!]*$")
 _STOPWORDS = frozenset({"the", "this", "that", "these", "those", "a", "an", "my", "our"})
 
@@ -396,15 +337,6 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-def _is_question(sentence: str) -> bool:
-    body = sentence.rstrip()
-    if body.endswith(("?", "？")):
-        return True
-    if _JA_QUESTION.search(body):
-        return True
-    return _EN_QUESTION_START.match(body) is not None
-
-
 def _glob_for(token: str) -> str | None:
     found = _PATH_TOKEN.match(token)
     if found is None:
@@ -420,7 +352,7 @@ def _glob_for(token: str) -> str | None:
 
 
 def _target_globs(sentence: str) -> tuple[str, ...]:
-    found = _EN_TARGET.search(sentence)
+    found = EN_TARGET.search(sentence)
     if found is not None:
         for token in found.group("rest").split():
             if token.casefold() in _STOPWORDS:
@@ -431,21 +363,12 @@ def _target_globs(sentence: str) -> tuple[str, ...]:
             if token.casefold() not in ("files", "file", "code", "folder", "directory"):
                 break
         return ()
-    ja = _JA_TARGET.search(sentence)
-    if ja is not None:
-        glob = _glob_for(ja.group("path"))
-        return (glob,) if glob is not None else ()
+    for pattern in (JA_TARGET, ZH_TARGET):
+        found_path = pattern.search(sentence)
+        if found_path is not None:
+            glob = _glob_for(found_path.group("path"))
+            return (glob,) if glob is not None else ()
     return ()
-
-
-def _is_constraint(sentence: str) -> bool:
-    if _is_question(sentence) or _EN_EXCLUDE.match(sentence):
-        return False
-    if _EN_TARGET.search(sentence) or _JA_TARGET.search(sentence):
-        return True
-    return any(p.search(sentence) for p in _EN_PATTERNS) or any(
-        p.search(sentence) for p in _JA_PATTERNS
-    )
 
 
 def extract_user_constraints(
@@ -455,21 +378,26 @@ def extract_user_constraints(
     source_kind: SourceKind = "user_message",
     order: int = 0,
 ) -> list[Rule]:
-    """User constraints stated in a message, one :class:`Rule` per constraint sentence.
+    """User constraints stated in a message, one :class:`Rule` per constraint (in text order).
 
-    Recognised (English): prohibitions (``never …``, ``do not …``, ``don't …``, ``… must
-    not …``, ``avoid …``), obligations (``always …``, ``you must …``), approval gates
-    (``ask before …``, ``wait for my approval``, ``check with me first``) and target
-    paths (``only change files under src/api/`` -> ``allowed_paths=("src/api/**",)``).
-    Japanese: ``〜しないで(ください)``, ``〜禁止``, ``〜してはいけない``, ``必ず〜``,
-    ``〜前に確認``, ``承認を待って``, ``src/api 以下だけ変更``.  Questions (ending in
-    ``?``/``？``/``か``, or starting with a question word) are never constraints.
+    Which sentences are constraints, and which earlier sentence gives one its scope, is
+    decided by :func:`~contextledger.policy.constraint_text.constraint_passages`: only the
+    user's own prose (never client-injected blocks, code, logs, block quotes, quoted
+    e-mails or quoted text), never questions, and only prohibitions, obligations, approval
+    gates, target paths and request limits that are about the work (never chit-chat) — in
+    English, Japanese and Chinese.
 
-    Each rule keeps the sentence verbatim, is ``hard`` and ``pinned`` (seed 001 §10:
-    explicit user requirements are hard constraints of every handoff), has authority
-    ``user`` and ``source = source_message_id = message_id``.  With an untrusted
-    ``source_kind`` (``tool_output``, ``imported_text``) the rules are capped: authority
-    at most ``retrieval``, soft, not pinned — whatever the text claims.
+    Each rule keeps its passage verbatim and is ``pinned`` with authority ``user`` and
+    ``source = source_message_id = message_id``.  A constraint that names its own target
+    path (``only change files under src/api/`` -> ``allowed_paths=("src/api/**",)``) or none
+    is ``hard`` (seed 001 §10: explicit user requirements are hard constraints of every
+    handoff).  A constraint that borrows its scope from an earlier sentence ("In
+    CONVENTIONS.md, reorder the lists. DO NOT CHANGE the contents.") keeps that sentence in
+    its text, has ``scope_paths``/``scope_tools`` from it and is ``situational``: what it
+    forbids inside the scope cannot be checked mechanically, so it is injected, not
+    enforced.  With an untrusted ``source_kind`` (``tool_output``, ``imported_text``) the
+    rules are capped: authority at most ``retrieval``, soft, not pinned — whatever the text
+    claims.
 
     Args:
         text: the message text.
@@ -478,16 +406,18 @@ def extract_user_constraints(
         order: ``Rule.order`` of every rule (the message's sequence number).
     """
     rules: list[Rule] = []
-    for sentence in split_sentences(text):
-        if not _is_constraint(sentence):
-            continue
-        claimed = claimed_authority(sentence)
+    for passage in constraint_passages(text):
+        sentence = passage.sentence
+        claimed = claimed_authority(passage.text)
+        scoped = bool(passage.scope_paths or passage.scope_tools)
         rules.append(
             Rule(
                 id="",
-                text=sentence,
+                text=passage.text,
                 authority=claimed if claimed is not None else authority_for_source(source_kind),
-                strength="hard",
+                strength="situational" if scoped else "hard",
+                scope_paths=passage.scope_paths,
+                scope_tools=passage.scope_tools,
                 allowed_paths=_target_globs(sentence),
                 restricts="writes" if write_restricting(sentence) else "any",
                 source=message_id,

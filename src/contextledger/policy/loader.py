@@ -148,7 +148,7 @@ def policy_from_mapping(
 
     Raises:
         PolicyError: with the dotted ``key_path`` of the first invalid value; the message
-            says how many further errors there were.
+            names every invalid value (``"a.b: reason; c.d: reason"``).
     """
     if not isinstance(data, Mapping):
         raise PolicyError(f"expected a table, got {type(data).__name__}", None, source)
@@ -156,10 +156,10 @@ def policy_from_mapping(
     try:
         return Policy.model_validate(merged)
     except ValidationError as exc:
-        errors = exc.errors()
-        key_path, reason = _describe_error(errors[0])
-        if len(errors) > 1:
-            reason += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+        described = [_describe_error(e) for e in exc.errors()]
+        key_path, reason = described[0]
+        for other_path, other_reason in described[1:]:  # every error, on the one line
+            reason += f"; {other_path}: {other_reason}" if other_path else f"; {other_reason}"
         raise PolicyError(reason, key_path or None, source) from None
 
 

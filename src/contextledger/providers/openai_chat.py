@@ -97,8 +97,10 @@ OPENAI_CALL_ID_MAX_LENGTH = 40
 TOOL_ERROR_MARK = "[tool error]"
 """First line of a failed call's tool message (Chat Completions has no ``is_error`` field)."""
 
-MISSING_SCHEMA_DESCRIPTION = "(schema not recorded)"
-"""Description of the minimal schema added for a called tool the request does not declare."""
+MISSING_SCHEMA_DESCRIPTION = ""
+"""Description of the minimal schema added for a called tool the request does not declare:
+none (an empty description is left out of the wire form — a placeholder sentence would be
+read by the model as the tool's documentation)."""
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 _DIGEST_CHARS = 8
@@ -311,8 +313,8 @@ def _single_result(message: WireMessage, index: int) -> ToolResultPart:
 @functools.lru_cache(maxsize=4096)
 def missing_tool_schema(name: str) -> ToolSchema:
     """The minimal schema :func:`declared_tools` declares for a called tool the request
-    does not declare: ``ToolSchema(name, description="(schema not recorded)",
-    parameters={"type": "object"})``.  One object per name (memoised), so the
+    does not declare: ``ToolSchema(name, parameters={"type": "object"})`` with no
+    description (none is sent).  One object per name (memoised), so the
     serializers' ``memo`` reuses its wire form and count; it must not be mutated."""
     return ToolSchema(name=name, description=MISSING_SCHEMA_DESCRIPTION, parameters={"type": "object"})
 
@@ -321,7 +323,7 @@ def declared_tools(request: NeutralRequest) -> list[ToolSchema]:
     """The tools to declare, sorted by name (stable prefix for prompt caching, seed 001 問題七).
 
     ``request.tools`` plus, for every tool name used by a call but not declared, a minimal
-    ``ToolSchema(name, description="(schema not recorded)", parameters={"type": "object"})``.
+    ``ToolSchema(name, parameters={"type": "object"})`` with no description.
     Identical duplicate declarations collapse to one.  A name that does not match
     :data:`IDENTIFIER_PATTERN` (a transcript's ``read file``, a Gemini ``ns.tool``) is
     declared under its :func:`safe_identifier`, the name its calls carry on the wire.

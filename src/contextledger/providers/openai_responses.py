@@ -41,6 +41,10 @@ Output shape (insertion order fixed, so ``json.dumps`` is byte-stable)::
   :func:`~contextledger.providers.openai_chat.safe_identifier`, in calls and declarations;
   call ids are rewritten the same way to match ``^[a-zA-Z0-9_-]{1,64}$`` (the API rejects a ``call_id`` longer than 64
   characters with ``string_above_max_length``), identically for the call and its output.
+* custom (free-form) and built-in tools: :func:`native_tool_items` turns the calls of
+  tools a request declares as ``custom``, ``local_shell`` or ``web_search`` into
+  ``custom_tool_call`` / ``local_shell_call`` / ``web_search_call`` items answered by
+  outputs of their own kind (the API pairs each output with a call of its kind).
 * item ``id`` fields are never sent: ids name items the API stored (``msg_…``, ``fc_…``)
   and tie them to the reasoning item that produced them; an assembled request re-sends
   content, not stored items.
@@ -60,6 +64,7 @@ accept and images whose bytes are missing become the placeholder text of
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 from contextledger.errors import ProviderSerializationError
@@ -91,6 +96,7 @@ __all__ = [
     "IMAGE_DETAIL",
     "OPENAI_RESPONSES_CALL_ID_MAX_LENGTH",
     "assistant_items",
+    "native_tool_items",
     "output_item",
     "serialize_openai_responses",
     "user_item",
@@ -224,6 +230,86 @@ def output_item(result: ToolResultPart, ids: CallIdMap, resolve_blob: BlobResolv
     if images:
         output = ([{"type": "input_text", "text": text}] if text else []) + images
     return {"type": "function_call_output", "call_id": ids(result.call_id), "output": output}
+
+
+def _custom_input(arguments: Any) -> str:
+    """The free text of a custom call recorded as ``{"input": text}`` (the arguments text
+    itself when it is not such an object)."""
+    value = _json_value(arguments)
+    return value["input"] if isinstance(value, dict) and isinstance(value.get("input"), str) else str(arguments or "")
+
+
+def _json_value(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    return "\n".join(p["text"] for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)) if isinstance(output, list) else ""
+
+
+def _native_call(item: dict[str, Any], kinds: dict[str, str]) -> dict[str, Any] | None:
+    """The item of its own kind for a ``function_call`` of a custom / built-in tool, or
+    ``None`` when it stays a function call (a tool not declared so, arguments that do not
+    hold the item's fields)."""
+    name, call_id = item.get("name"), item.get("call_id")
+    kind = kinds.get(str(name))
+    if kind == "custom":
+        return {"type": "custom_tool_call", "call_id": call_id, "name": name, "input": _custom_input(item.get("arguments"))}
+    value = _json_value(item.get("arguments"))
+    if kind == "local_shell" and isinstance(value, dict) and value.get("type") == "exec":
+        return {"type": "local_shell_call", "call_id": call_id, "status": "completed", "action": value}
+    if kind == "web_search" and isinstance(value, dict) and isinstance(value.get("action"), dict):
+        return {"type": "web_search_call", "status": "completed", "action": value["action"]}
+    return None
+
+
+def native_tool_items(items: list[dict[str, Any]], tools: Any) -> list[dict[str, Any]]:
+    """``items`` with the calls of tools that ``tools`` (a request's Responses ``tools``)
+    declares as ``custom``, ``local_shell`` or ``web_search`` in their own item shape:
+
+    * a ``custom`` tool's ``function_call`` (arguments ``{"input": text}``, as importers
+      record it) → ``custom_tool_call`` (``call_id``, ``name``, ``input``), its output →
+      ``custom_tool_call_output`` (``output``: the text);
+    * ``local_shell`` (arguments: the ``exec`` action) → ``local_shell_call`` (``call_id``,
+      ``status``, ``action``), answered by its ``function_call_output`` as Codex answers
+      one;
+    * ``web_search`` (arguments ``{"action": …}``, a server-side call) →
+      ``web_search_call`` (``status``, ``action``); the result the importer recorded
+      beside it is the item's own status and is dropped.
+
+    The API pairs each output with a call of its own kind and a custom tool with its
+    declaration.  Other items are returned as they are (the same objects); the input
+    list is not changed."""
+    kinds: dict[str, str] = {}
+    for tool in tools if isinstance(tools, list) else []:
+        if isinstance(tool, dict) and tool.get("type") == "custom" and isinstance(tool.get("name"), str):
+            kinds[tool["name"]] = "custom"
+        elif isinstance(tool, dict) and tool.get("type") in ("local_shell", "web_search"):
+            kinds[str(tool["type"])] = str(tool["type"])
+    if not kinds:
+        return items
+    answered: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    for item in items:
+        kind = item.get("type")
+        native = _native_call(item, kinds) if kind == "function_call" else None
+        if native is not None:
+            answered[str(item.get("call_id"))] = native["type"]
+            out.append(native)
+        elif kind == "function_call_output" and str(item.get("call_id")) in answered:
+            call_kind = answered[str(item.get("call_id"))]
+            if call_kind == "custom_tool_call":
+                out.append({"type": "custom_tool_call_output", "call_id": item.get("call_id"), "output": _output_text(item.get("output"))})
+            elif call_kind == "local_shell_call":
+                out.append(item)
+        else:
+            out.append(item)
+    return out
 
 
 def _tool(tool: ToolSchema) -> dict[str, Any]:

@@ -30,6 +30,16 @@ and the errors the API returns for them):
   string or a list of ``input_text`` / ``input_image`` / ``input_file`` parts.  Every
   ``function_call`` is answered by exactly one output after it ("No tool output found for
   function call …").
+* ``custom_tool_call`` (a free-form tool's call): ``call_id`` as for a function call
+  (unique among all calls), ``name`` names a declared ``custom`` tool when ``tools`` is
+  present, ``input`` is a string; ``custom_tool_call_output`` answers a
+  ``custom_tool_call`` earlier in the input, once, with a string or a list of parts.  An
+  output answers a call of its own kind only (a ``function_call_output`` for a custom
+  call is "No tool call found"); every custom call is answered.
+* ``local_shell_call``: ``call_id`` as for a function call, ``status`` ``in_progress`` /
+  ``completed`` / ``incomplete``, ``action`` an ``exec`` action whose ``command`` is a
+  list of strings; answered once after it by a ``function_call_output`` (as Codex
+  answers one) or a ``local_shell_call_output`` (naming the call by ``id``).
 * ``reasoning``: ``id`` is a non-empty string, ``summary`` a list of ``summary_text``
   parts (possibly empty); the first item after it that is not itself a reasoning item is
   an item the model produced — an assistant message or a tool call ("Item 'rs_…' of type
@@ -40,7 +50,8 @@ and the errors the API returns for them):
   ``"type": "object"`` (or ``null``), and ``strict`` that is a boolean or ``null``; with
   ``strict: true`` every object schema in ``parameters`` must set
   ``"additionalProperties": false`` and list every property in ``required`` (strict mode
-  of Structured Outputs).  Tools of other types (``web_search`` …) are not checked.
+  of Structured Outputs).  A ``custom`` tool has a valid name, unique among the custom
+  tools.  Tools of other types (``web_search`` …) are not checked.
 """
 
 from __future__ import annotations
@@ -100,7 +111,7 @@ def validate_openai_responses(payload: dict[str, Any]) -> list[str]:
         problems.append("input: must be a non-empty string or a non-empty list of items")
         return problems
     ids: dict[str, int] = {}
-    calls: dict[str, int] = {}
+    calls: dict[str, tuple[int, str]] = {}
     answered: dict[str, int] = {}
     for i, item in enumerate(items):
         if not isinstance(item, dict):
@@ -112,15 +123,17 @@ def validate_openai_responses(payload: dict[str, Any]) -> list[str]:
             problems.append(f"input[{i}].type: unknown item type {kind!r}")
         elif kind == "message":
             _message(i, item, problems)
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
             _call(i, item, declared, calls, problems)
-        elif kind == "function_call_output":
+        elif kind == "local_shell_call":
+            _local_shell_call(i, item, calls, problems)
+        elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
             _output(i, item, calls, answered, problems)
         elif kind == "reasoning":
             _reasoning(i, item, items, problems)
-    for call_id, i in calls.items():
+    for call_id, (i, kind) in calls.items():
         if call_id not in answered:
-            problems.append(f"input[{i}]: no function_call_output answers call {call_id!r}")
+            problems.append(f"input[{i}]: no {kind}_output answers call {call_id!r}")
     return problems
 
 
@@ -179,29 +192,54 @@ def _call_id(at: str, value: Any, problems: list[str]) -> str | None:
     return value
 
 
-def _call(i: int, item: dict[str, Any], declared: set[str] | None, calls: dict[str, int], problems: list[str]) -> None:
+def _call(i: int, item: dict[str, Any], declared: dict[str, set[str]] | None, calls: dict[str, tuple[int, str]], problems: list[str]) -> None:
+    at = f"input[{i}]"
+    kind = str(item.get("type", "function_call"))
+    call_id = _call_id(at, item.get("call_id"), problems)
+    if call_id is not None:
+        if call_id in calls:
+            problems.append(f"{at}.call_id: duplicate call id {call_id!r} (first at input[{calls[call_id][0]}])")
+        else:
+            calls[call_id] = (i, kind)
+    tool_type = "custom" if kind == "custom_tool_call" else "function"
+    name = item.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        problems.append(f"{at}.name: {name!r} does not match {_NAME.pattern}")
+    elif declared is not None and not item.get("namespace") and name not in declared[tool_type]:
+        what = "custom tool" if tool_type == "custom" else "tool"
+        problems.append(f"{at}.name: {what} {name!r} is not declared in tools")
+    field = "input" if kind == "custom_tool_call" else "arguments"
+    if not isinstance(item.get(field), str):
+        problems.append(f"{at}.{field}: must be a string")
+
+
+def _local_shell_call(i: int, item: dict[str, Any], calls: dict[str, tuple[int, str]], problems: list[str]) -> None:
     at = f"input[{i}]"
     call_id = _call_id(at, item.get("call_id"), problems)
     if call_id is not None:
         if call_id in calls:
-            problems.append(f"{at}.call_id: duplicate call id {call_id!r} (first at input[{calls[call_id]}])")
+            problems.append(f"{at}.call_id: duplicate call id {call_id!r} (first at input[{calls[call_id][0]}])")
         else:
-            calls[call_id] = i
-    name = item.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        problems.append(f"{at}.name: {name!r} does not match {_NAME.pattern}")
-    elif declared is not None and not item.get("namespace") and name not in declared:
-        problems.append(f"{at}.name: tool {name!r} is not declared in tools")
-    if not isinstance(item.get("arguments"), str):
-        problems.append(f"{at}.arguments: must be a string")
+            calls[call_id] = (i, "local_shell_call")
+    action = item.get("action")
+    if not isinstance(action, dict) or action.get("type") != "exec" or not isinstance(action.get("command"), list) or not all(isinstance(c, str) for c in action["command"]):
+        problems.append(f"{at}.action: must be an exec action with a command list of strings")
+    if item.get("status") not in ("in_progress", "completed", "incomplete"):
+        problems.append(f"{at}.status: must be in_progress, completed or incomplete")
 
 
-def _output(i: int, item: dict[str, Any], calls: dict[str, int], answered: dict[str, int], problems: list[str]) -> None:
+def _output(i: int, item: dict[str, Any], calls: dict[str, tuple[int, str]], answered: dict[str, int], problems: list[str]) -> None:
     at = f"input[{i}]"
-    call_id = _call_id(at, item.get("call_id"), problems)
+    kind = str(item.get("type"))
+    call_kind = kind.removesuffix("_output")
+    # a local shell call is answered by a function_call_output (Codex) or its own output
+    # item, which names the call by ``id``
+    kinds = ("function_call", "local_shell_call") if kind == "function_call_output" else (call_kind,)
+    given = item.get("id") if kind == "local_shell_call_output" and item.get("call_id") is None else item.get("call_id")
+    call_id = _call_id(at, given, problems)
     if call_id is not None:
-        if call_id not in calls:
-            problems.append(f"{at}.call_id: {call_id!r} answers no function_call before it")
+        if call_id not in calls or calls[call_id][1] not in kinds:
+            problems.append(f"{at}.call_id: {call_id!r} answers no {call_kind} before it")
         elif call_id in answered:
             problems.append(f"{at}.call_id: call {call_id!r} already answered by input[{answered[call_id]}]")
         else:
@@ -213,7 +251,7 @@ def _output(i: int, item: dict[str, Any], calls: dict[str, int], answered: dict[
         problems.append(f"{at}.output: must be a string or a list of parts")
         return
     for k, part in enumerate(output):
-        _part(f"{at}.output[{k}]", part, _OUTPUT_PARTS, "a function_call_output", problems)
+        _part(f"{at}.output[{k}]", part, _OUTPUT_PARTS, f"a {item.get('type')}", problems)
 
 
 def _reasoning(i: int, item: dict[str, Any], items: list[Any], problems: list[str]) -> None:
@@ -235,21 +273,23 @@ def _reasoning(i: int, item: dict[str, Any], items: list[Any], problems: list[st
         problems.append(f"{at}: reasoning item without its following item (an assistant message or tool call)")
 
 
-def _tools(payload: dict[str, Any], problems: list[str]) -> set[str] | None:
+def _tools(payload: dict[str, Any], problems: list[str]) -> dict[str, set[str]] | None:
+    """The declared ``function`` and ``custom`` tool names (``None`` without ``tools``)."""
     if "tools" not in payload:
         return None
+    declared: dict[str, set[str]] = {"function": set(), "custom": set()}
     tools = payload["tools"]
     if not isinstance(tools, list) or not tools:
         problems.append("tools: must be a non-empty list when present")
-        return set()
-    names: set[str] = set()
+        return declared
     for k, tool in enumerate(tools):
         at = f"tools[{k}]"
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
             problems.append(f"{at}: must be an object with a type")
             continue
-        if tool["type"] != "function":
+        if tool["type"] not in declared:
             continue
+        names = declared[tool["type"]]
         name = tool.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
             problems.append(f"{at}.name: {name!r} does not match {_NAME.pattern}")
@@ -257,6 +297,8 @@ def _tools(payload: dict[str, Any], problems: list[str]) -> set[str] | None:
         if name in names:
             problems.append(f"{at}.name: duplicate tool name {name!r}")
         names.add(name)
+        if tool["type"] == "custom":
+            continue
         if "description" in tool and tool["description"] is not None and not isinstance(tool["description"], str):
             problems.append(f"{at}.description: must be a string")
         params = tool.get("parameters")
@@ -268,7 +310,7 @@ def _tools(payload: dict[str, Any], problems: list[str]) -> set[str] | None:
             problems.append(f"{at}.strict: must be a boolean")
         elif strict is True and isinstance(params, dict):
             problems.extend(f"{at}.parameters{path}: {reason}" for path, reason in _strict_problems(params, ""))
-    return names
+    return declared
 
 
 def _strict_problems(schema: Any, path: str) -> list[tuple[str, str]]:
