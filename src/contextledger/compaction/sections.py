@@ -4,8 +4,9 @@ Every function here is pure: records in, JSON-serialisable section out, ordered 
 ``(seq, id)`` — no clock except the explicit ``now``, no randomness, no dependence on dict
 order.  Which records feed which section (seed 001 §10, §6 problem 5):
 
-* ``user_goal``: the first user chat message of the lineage, verbatim (capped), plus the
-  later user requests inside the covered range;
+* ``user_goal``: the first user chat message of the lineage in the user's own words
+  (injected text removed), verbatim (capped), plus the later user requests inside the
+  covered range;
 * ``hard_constraints``: see :func:`hard_constraints`;
 * ``current_state``: the last covered unit, unresolved calls, latest checkpoint and skill
   state;
@@ -31,6 +32,8 @@ from typing import Any
 
 from contextledger.compaction.boundary import Boundary
 from contextledger.compaction.handoff import NONE_RECORDED
+from contextledger.compaction.text import cap_text, message_text, one_line, prose_text
+from contextledger.ingest.preambles import user_text
 from contextledger.memory.freshness import is_stale, staleness_deadline
 from contextledger.memory.links import file_staleness
 from contextledger.policy.constraints import extract_user_constraints, split_sentences
@@ -52,7 +55,6 @@ from contextledger.records.models import (
     ToolCall,
     ToolMemory,
 )
-from contextledger.records.parts import TextPart
 
 __all__ = [
     "MAX_FACTS",
@@ -111,17 +113,6 @@ _CHANGED_BY = re.compile(r"file changed later \(([^)]+)\)")
 _ARTIFACT_REF = re.compile(r" ?\[artifact [^\]]*\]")
 
 
-def cap_text(text: str, limit: int) -> str:
-    """``text`` stripped, at most ``limit`` characters; a cut ends with ``"…"``."""
-    text = text.strip()
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
-
-
-def message_text(msg: Message) -> str:
-    """The text parts of ``msg`` joined by newlines."""
-    return "\n".join(p.text for p in msg.parts if isinstance(p, TextPart))
-
-
 def shareable_message(msg: Message) -> bool:
     """Whether ``msg`` may feed a branch-visible handoff."""
     return msg.visibility in _SHARED_VISIBILITY and msg.privacy_class in SHAREABLE_PRIVACY
@@ -153,11 +144,6 @@ def _first_line(mem: ToolMemory) -> str:
     return cap_text(_ARTIFACT_REF.sub("", mem.summary.split("\n", 1)[0]), MAX_LINE_CHARS)
 
 
-def prose_text(msg: Message, limit: int) -> str:
-    """The sentences of ``msg``'s text outside code fences, joined by spaces and capped."""
-    return cap_text(" ".join(split_sentences(message_text(msg))), limit)
-
-
 def _is_user_chat(msg: Message) -> bool:
     return msg.role is Role.USER and msg.kind == MessageKind.CHAT
 
@@ -170,19 +156,23 @@ def _ordered(memories: Iterable[ToolMemory]) -> list[ToolMemory]:
 
 
 def user_goal(messages: Sequence[Message], covered_ids: frozenset[str]) -> dict[str, Any] | str:
-    """The first user chat message of the lineage (verbatim up to :data:`MAX_GOAL_CHARS`)
-    and the newest :data:`MAX_LATER_REQUESTS` other user chat messages of the covered range."""
-    users = [m for m in messages if _is_user_chat(m) and shareable_message(m) and message_text(m).strip()]
+    """The first user chat message of the lineage in the user's own words (verbatim up to
+    :data:`MAX_GOAL_CHARS`) and the newest :data:`MAX_LATER_REQUESTS` other ones of the
+    covered range.  The user's words only: client-injected text
+    (:func:`~contextledger.ingest.preambles.user_text`: ``<system-reminder>``, Codex's
+    ``<environment_context>`` …) is never quoted as theirs, a message of nothing else and a
+    scaffold demonstration (``is_demo``) are no request."""
+    own = [(m, user_text(message_text(m))) for m in messages if _is_user_chat(m) and shareable_message(m) and not m.metadata.get("is_demo")]
+    users = [(m, text) for m, text in own if text]
     if not users:
         return NONE_RECORDED
-    first = users[0]
-    text = message_text(first).strip()
-    later = [m for m in users[1:] if m.id in covered_ids][-MAX_LATER_REQUESTS:]
+    first, text = users[0]
+    later = [(m, t) for m, t in users[1:] if m.id in covered_ids][-MAX_LATER_REQUESTS:]
     return {
         "text": text if len(text) <= MAX_GOAL_CHARS else text[: MAX_GOAL_CHARS - 1] + "…",
         "message_id": first.id,
         "truncated": len(text) > MAX_GOAL_CHARS,
-        "later_requests": [{"text": cap_text(message_text(m), MAX_REQUEST_CHARS), "message_id": m.id} for m in later],
+        "later_requests": [{"text": cap_text(t, MAX_REQUEST_CHARS), "message_id": m.id} for m, t in later],
     }
 
 
@@ -270,12 +260,8 @@ def hard_constraints(
 # -- current state ----------------------------------------------------------------------
 
 
-def _one_line(text: str, limit: int) -> str:
-    return cap_text(" ".join(text.split()), limit)
-
-
 def _args_text(call: ToolCall) -> str:
-    return _one_line(call.arguments_json, 160)
+    return one_line(call.arguments_json, 160)
 
 
 def _unit_line(boundary: Boundary) -> str:
@@ -289,8 +275,10 @@ def _unit_line(boundary: Boundary) -> str:
         text = prose_text(head, 200)
         said = f" after saying: {text}" if text else ""
         return f"seq {u.seq}: assistant called {calls}{said}"
-    who = "user said" if head.role is Role.USER else "assistant replied"
-    return f"seq {u.seq}: {who}: {prose_text(head, MAX_LINE_CHARS)}"
+    if head.role is Role.USER:  # the user's own words only: injected text is the client's
+        words = cap_text(" ".join(split_sentences(user_text(message_text(head)))), MAX_LINE_CHARS)
+        return f"seq {u.seq}: user said: {words}" if words else f"seq {u.seq}: client context (no words of the user's)"
+    return f"seq {u.seq}: assistant replied: {prose_text(head, MAX_LINE_CHARS)}"
 
 
 def current_state(
@@ -509,7 +497,7 @@ def _attempt(mem: ToolMemory, calls_by_id: Mapping[str, ToolCall]) -> str:
     for key in ("command", "path"):
         v = p.get(key)
         if isinstance(v, str) and v.strip():
-            return _one_line(v, 200)
+            return one_line(v, 200)
     call = calls_by_id.get(mem.call_id or "")
     return _args_text(call) if call else NONE_RECORDED
 
@@ -564,7 +552,7 @@ def latest_verification(covered: Sequence[ToolMemory]) -> dict[str, Any] | str:
         else:
             evidence = f"{status}: {counts}"
         return {
-            "command": _one_line(str(p.get("command") or m.source_tool), 200),
+            "command": one_line(str(p.get("command") or m.source_tool), 200),
             "result": f"{status} ({counts})",
             "evidence": cap_text(evidence, MAX_LINE_CHARS),
             "memory_id": m.id,
@@ -583,7 +571,7 @@ def latest_verification(covered: Sequence[ToolMemory]) -> dict[str, Any] | str:
         failed = status == "failed" or (isinstance(code, int) and code != 0)
         evidence = _error_line(m) if failed else (cap_text(tail[-1], MAX_LINE_CHARS) if tail else "no output")
         return {
-            "command": _one_line(str(p.get("command") or m.source_tool), 200),
+            "command": one_line(str(p.get("command") or m.source_tool), 200),
             "result": f"exit {code} ({status})" if isinstance(code, int) else status,
             "evidence": evidence,
             "memory_id": m.id,

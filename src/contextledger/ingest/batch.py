@@ -37,7 +37,6 @@ from contextledger.records.enums import (
     Role,
     RuntimeIsolationPolicy,
     RuntimeKind,
-    ToolCallStatus,
 )
 from contextledger.records.models import Conversation, Message, ToolArtifact, ToolCall, ToolMemory
 from contextledger.records.parts import Part, ToolCallPart, ToolResultPart
@@ -103,7 +102,15 @@ class _Links:
             chunk = subjects[start : start + _SUBJECTS_PER_QUERY]
             for m in rec.store.memories(rec.scope, conversation_id, segments, subject_keys=chunk, unsuperseded=len(segments) == 1, conn=w.conn):
                 self._remember(m, stored=True)
-        if any(_kind(m) == "test_run" for m in memories):
+        from contextledger.memory.paths import path_alias_keys, written_paths
+
+        written = [p for m in memories for p in written_paths(m)]
+        aliases = sorted(set(path_alias_keys(written)) - set(subjects))
+        for start in range(0, len(aliases), _SUBJECTS_PER_QUERY):
+            for m in rec.store.memories(rec.scope, conversation_id, segments, subject_keys=aliases[start : start + _SUBJECTS_PER_QUERY], conn=w.conn):
+                if m.id not in self.current:
+                    self._remember(m, stored=True)
+        if any(_kind(m) == "test_run" for m in memories) or any(not p.startswith("/") for p in written):
             known = set(self.current)
             older = rec.store.memories(rec.scope, conversation_id, segments, subject_prefix="file:", last=200, conn=w.conn)
             self.files = [m.id for m in older]
@@ -123,6 +130,8 @@ class _Links:
         """``new`` linked to the batch's and the store's earlier memories of its subject;
         the earlier ones change in :attr:`current`."""
         from contextledger.memory.links import annotate_test_file_versions, plan_links, reaches
+        from contextledger.memory.path_links import plan_path_staleness
+        from contextledger.memory.paths import written_paths
 
         if new.subject_key and _kind(new) == "test_run":
             files = [self.current[i] for i in self.files[-200:]]
@@ -135,6 +144,12 @@ class _Links:
                 for old in plan.updated:
                     self.current[old.id] = old
                 new = plan.new
+        if written_paths(new):
+            # reads of the written files under other spellings (memory.linking._link_written_files)
+            plan = plan_path_staleness(new, [m for m in self.current.values() if m.subject_key and m.subject_key.startswith("file:")])
+            for old in plan.updated:
+                self.current[old.id] = old
+            new = plan.new
         self._remember(new, stored=False)
         if (new.subject_key or "").startswith("file:"):
             self.files.append(new.id)
@@ -264,7 +279,8 @@ def _result(rec: Recorder, conv: Conversation, call: ToolCall, raw: bytes, blob_
     except UnicodeDecodeError:
         text, ctype = None, "application/octet-stream"
     blob_key, inline, _, screened = screen_tool_result(raw, text, blob_key, None, rec.runtime.put_restricted_blob)
-    status = ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED
+    from contextledger.memory.write_status import result_status
+    status = result_status(call.tool_name, call.arguments_json, text, is_error)  # a write's own failure text too
     child = rec.is_child(conv.id, call.participant_id)
     vis = rec.default_visibility(conv.id, call.participant_id, run_state=True)
     kind = RuntimeKind.SUBAGENT_CHILD if child else RuntimeKind.CHAT

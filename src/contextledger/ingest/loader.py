@@ -22,6 +22,7 @@ nothing.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 from collections import defaultdict
@@ -30,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextledger.errors import ImportFormatError
+from contextledger.errors import ImportFormatError, InputError
 from contextledger.ids import new_id
 from contextledger.limits import loads_json, storable_text
 from contextledger.records.enums import (
@@ -113,14 +114,24 @@ def import_path(source: HasRuntime, path: Path, *, format: str, scope: Scope, tr
     """
     from contextledger.ingest.importers import parse_file
 
-    if not path.exists():
-        raise ImportFormatError(str(path), None, "no such file")
+    try:
+        path.stat()
+    except OSError as exc:  # missing, a symlink loop, a folder without permission …
+        from contextledger.errors import os_error_cause
+
+        reason = "no such file" if exc.errno == errno.ENOENT else os_error_cause(exc)
+        raise ImportFormatError(str(path), None, reason) from None
     if path.is_dir():
         raise ImportFormatError(str(path), None, "is a folder; give a transcript file")
     transcript = parse_file(path, format)
     if not transcript.messages:
         raise ImportFormatError(str(path), None, f"holds no messages ({transcript.format}): nothing to import")
-    return load_transcript(source, transcript, scope=scope, trust_system_prompt=trust_system_prompt)
+    try:
+        return load_transcript(source, transcript, scope=scope, trust_system_prompt=trust_system_prompt)
+    except ImportFormatError:
+        raise
+    except InputError as exc:  # a record the store refuses (a limit): named with its file
+        raise ImportFormatError(str(path), None, str(exc)) from None
 
 
 def _path_to(leaf: str | None, parent: dict[str, str | None]) -> list[str]:
@@ -133,12 +144,32 @@ def _path_to(leaf: str | None, parent: dict[str, str | None]) -> list[str]:
     return list(reversed(path))
 
 
+class _ImportedConcurrently(Exception):
+    """Raised inside the import's transaction (rolling it back, nothing written yet) when
+    a concurrent import of the same content committed first."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(conversation_id)
+        self.conversation_id = conversation_id
+
+
 def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, trust_system_prompt: bool = True) -> ImportResult:
-    """Write ``t`` in one transaction; on any error nothing is left behind.
+    """Write ``t`` in one transaction; on any error nothing is left behind.  A concurrent
+    import of the same content that commits first makes this one a re-import
+    (``created=False``), as a serial re-import is.
 
     Raises:
         ImportFormatError: structural problems the parser let through (unknown parent).
     """
+    try:
+        return _load(source, t, scope=scope, trust_system_prompt=trust_system_prompt)
+    except _ImportedConcurrently as done:  # another import of the same content won the race: as a re-import
+        return ImportResult(conversation_id=done.conversation_id, path=t.path, format=t.format, created=False,
+                            notes=["already imported: same content key (by a concurrent import); nothing written"])
+
+
+def _load(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, trust_system_prompt: bool = True) -> ImportResult:
+    """:func:`load_transcript`'s transaction (raises :class:`_ImportedConcurrently`)."""
     from contextledger.ingest.recorder import Recorder, message_token_count
     from contextledger.policy.pinning import pin_constraints_in
 
@@ -255,7 +286,9 @@ def load_transcript(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, 
     with store.writer(scope) as w, batched_vectors(w):  # the import's embeddings in batches, at its end
         if not w.add_conversation(conv, root_branch):
             other = store.find_conversation_by_content_key(scope, t.content_key)
-            raise ImportFormatError(t.path, None, f"imported concurrently as {other.id if other else '?'}")
+            if other is None:
+                raise ImportFormatError(t.path, None, "imported concurrently, and the other import is not visible")
+            raise _ImportedConcurrently(other.id)
         for b in branches[1:]:
             w.add_branch(b)
         for participant_record in parts_by_key.values():

@@ -6,6 +6,11 @@ transaction — the ToolArtifact row (sha256, byte size, cached token count), th
 ToolCall status change, the derived ToolMemory and its retrieval index entry.  Nothing is truncated
 or summarised before the raw artifact exists (seed 000 §4.2).
 
+The records fall in two tiers: what must be durable (:mod:`contextledger.ingest.durable`:
+messages, calls, artifacts, statuses) and what is derived from it
+(:mod:`contextledger.ingest.derivation`: memory, links, terms, retrieval documents).
+Model runs, skill states, checkpoints and decisions are :mod:`contextledger.ingest.run_state`.
+
 Example::
 
     ledger = Ledger.open()
@@ -20,20 +25,30 @@ Example::
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from contextledger.errors import InputError, NotFoundError
 from contextledger.ids import new_id
+from contextledger.ingest.derivation import derive_result_memory, index_message
+from contextledger.ingest.durable import (
+    TERMINAL_RUN_STATUSES,
+    AlreadyRecorded,
+    ToolCallSpec,
+    decode_result,
+    message_token_count,
+    pending_calls,
+    result_artifact,
+)
+from contextledger.ingest.run_state import RunStateRecording
 from contextledger.limits import payload_bytes, utf8_bytes
+from contextledger.memory.continuation import continued_command
+from contextledger.memory.write_status import result_status
 from contextledger.records.enums import (
     AuthorityLevel,
     MessageKind,
     PrivacyClass,
-    PromotionPolicy,
     Role,
     RuntimeIsolationPolicy,
     RuntimeKind,
@@ -42,79 +57,33 @@ from contextledger.records.enums import (
 )
 from contextledger.records.models import (
     Branch,
-    ContinuationCheckpoint,
     Conversation,
     Message,
-    ModelRun,
     Participant,
-    PolicyDecision,
-    SkillState,
     ToolArtifact,
     ToolCall,
     ToolMemory,
 )
 from contextledger.records.parts import Part, TextPart, ToolCallPart, ToolResultPart
-from contextledger.retrieval.index import index_records
 from contextledger.security.screen import screen_message, screen_text, screen_tool_result
 from contextledger.store.base import Scope
 from contextledger.store.blobs import sha256_key
 from contextledger.store.sql import Writer
-from contextledger.tokens import get_tokenizer
 
 if TYPE_CHECKING:
     from contextledger.runtime import HasRuntime
 
 __all__ = ["TERMINAL_RUN_STATUSES", "Recorder", "ToolCallSpec", "message_token_count"]
 
-TERMINAL_RUN_STATUSES = frozenset({"completed", "failed", "timeout"})
-"""ModelRun statuses after which a run produces nothing more (seed 000 §4.14: a child's
-generated-file handles become parent-visible only once its run is in one of these)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolCallSpec:
-    """A tool call to record: provider ``call_id``, ``tool_name`` and the arguments
-    (a mapping, serialised as compact JSON, or the exact argument text)."""
-
-    call_id: str
-    tool_name: str
-    arguments: Mapping[str, Any] | str = "{}"
-
-    @property
-    def arguments_json(self) -> str:
-        """The argument text as stored."""
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return json.dumps(dict(self.arguments), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def message_token_count(parts: Sequence[Part]) -> int:
-    """Cached o200k tokens of a message's own content (text, thinking, tool-call names,
-    ids and arguments, inline tool-result text) — per-message overhead excluded."""
-    tok = get_tokenizer()
-    total = 0
-    for p in parts:
-        if isinstance(p, TextPart):
-            total += tok.count(p.text)
-        elif isinstance(p, ToolCallPart):
-            total += tok.count(p.tool_name) + tok.count(p.arguments_json) + tok.count(p.call_id)
-        elif isinstance(p, ToolResultPart):
-            total += tok.count(p.call_id)
-    return total
-
-
-class _AlreadyRecorded(Exception):
-    """Control-flow signal: a concurrent writer recorded the same call's result first."""
-
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-MemoryDeriver = Callable[..., ToolMemory]
 
 
-class Recorder:
+
+class Recorder(RunStateRecording):
     """Records messages, model runs, tool calls and tool results for one tenant scope.
 
     Obtain one from :meth:`contextledger.ledger.Ledger.recorder`.  All methods raise
@@ -294,9 +263,6 @@ class Recorder:
         return branch, msg
 
     # -- messages ----------------------------------------------------------------------
-    def _branch_of(self, conv: Conversation, branch_id: str | None) -> str:
-        return branch_id or conv.active_branch_id
-
     def _head(self, w: Writer, conv_id: str, branch_id: str) -> Message | None:
         segs = self.store.lineage(self.scope, branch_id, conn=w.conn)
         last = self.store.messages(self.scope, conv_id, segs, last=1, conn=w.conn)
@@ -355,7 +321,8 @@ class Recorder:
             metadata=dict(metadata or {}),
             created_at=created_at or _now(),
         )
-        index_records(w, [msg] if w.add_message(msg) else [])
+        if w.add_message(msg):
+            index_message(w, msg)
         return msg
 
     def record_message(
@@ -426,66 +393,6 @@ class Recorder:
 
         pin_user_constraints(self.store, self.scope, msg)
 
-    def start_model_run(
-        self,
-        conversation_id: str,
-        *,
-        participant_id: str | None = None,
-        provider: str | None = None,
-        model: str | None = None,
-        branch_id: str | None = None,
-        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
-        assembly_id: str | None = None,
-        job_id: str | None = None,
-        parent_model_run_id: str | None = None,
-    ) -> ModelRun:
-        """Record the start of one provider-facing generation attempt (status ``running``).
-
-        ``job_id`` names the scheduled job that created the turn; ``parent_model_run_id``
-        the parent run of a child subagent (seed 000 §4.13).
-        """
-        conv = self.store.get_conversation(self.scope, conversation_id)
-        run = ModelRun(
-            id=new_id("run"),
-            tenant_id=self.scope.tenant_id,
-            conversation_id=conversation_id,
-            branch_id=self._branch_of(conv, branch_id),
-            participant_id=participant_id,
-            provider=provider,
-            model=model,
-            runtime_kind=runtime_kind,
-            assembly_id=assembly_id,
-            job_id=job_id,
-            parent_model_run_id=parent_model_run_id,
-            status="running",
-            started_at=_now(),
-        )
-        with self.store.writer(self.scope) as w:
-            w.add_model_run(run)
-        return run
-
-    def finish_model_run(self, conversation_id: str, run_id: str, status: str = "completed", *, usage: Mapping[str, Any] | None = None) -> ModelRun:
-        """Close a run with a terminal ``status`` (``completed`` / ``failed`` / ``timeout``).
-
-        Raises:
-            NotFoundError: unknown run in this conversation.
-            InputError: ``status`` is not terminal, or the run is already finished.
-        """
-        from contextledger.graph._writes import update_model_run
-
-        if status not in TERMINAL_RUN_STATUSES:
-            raise InputError(f"run status {status!r} is not terminal; expected one of {sorted(TERMINAL_RUN_STATUSES)}")
-        runs = [r for r in self.store.model_runs(self.scope, conversation_id) if r.id == run_id]
-        if not runs:
-            raise NotFoundError("model run", run_id)
-        run = runs[0]
-        if run.status in TERMINAL_RUN_STATUSES:
-            raise InputError(f"model run {run_id} already finished ({run.status})")
-        done = run.model_copy(update={"status": status, "finished_at": _now(), "usage": dict(usage or run.usage)})
-        with self.store.writer(self.scope) as w:
-            update_model_run(w, done)
-        return done
-
     def record_assistant(
         self,
         conversation_id: str,
@@ -540,29 +447,13 @@ class Recorder:
         return msg, calls
 
     def add_calls(self, w: Writer, msg: Message) -> list[ToolCall]:
-        """Insert a ToolCall row (pending) for every ToolCallPart of ``msg``."""
+        """Insert a ToolCall row (pending) for every ToolCallPart of ``msg``; returns the
+        recorded calls in part order: for a ``call_id`` the conversation holds already (one
+        id is one call) the recorded row, never an unsaved one."""
         calls = []
-        index = 0
-        for p in msg.parts:
-            if not isinstance(p, ToolCallPart):
-                continue
-            call = ToolCall(
-                id=new_id("call"),
-                tenant_id=msg.tenant_id,
-                conversation_id=msg.conversation_id,
-                branch_id=msg.branch_id,
-                message_id=msg.id,
-                seq=msg.seq,
-                call_index=index,
-                call_id=p.call_id,
-                tool_name=p.tool_name,
-                arguments_json=p.arguments_json,
-                participant_id=msg.participant_id,
-                model_run_id=msg.model_run_id,
-                created_at=msg.created_at,
-            )
-            index += 1
-            w.add_tool_call(call)
+        for call in pending_calls(msg):
+            if not w.add_tool_call(call):
+                call = self.store.tool_calls(self.scope, msg.conversation_id, call_ids=[call.call_id], conn=w.conn)[0]
             calls.append(call)
         return calls
 
@@ -614,7 +505,7 @@ class Recorder:
                     privacy_class=privacy_class, visibility=visibility, shared_with=shared_with_participants,
                     skill_profile=skill_profile, provider_metadata=provider_metadata, observed_at=observed_at,
                 )
-        except _AlreadyRecorded:
+        except AlreadyRecorded:
             # another writer recorded this call's result first; ours was rolled back whole
             return self.record_tool_result(conversation_id, call_id, result, is_error=is_error)
         return msg, art, mem
@@ -648,48 +539,17 @@ class Recorder:
         when not ``None``; ``visibility`` defaults by ownership (:meth:`default_visibility`,
         run state): the artifact, its result message and its memory share it."""
         now = _now()
-        text: str | None
-        try:
-            text = raw.decode("utf-8")
-            ctype = content_type or "text/plain"
-        except UnicodeDecodeError:
-            text = None
-            ctype = content_type or "application/octet-stream"
+        text, ctype = decode_result(raw, content_type)
         blob_key, inline, result_message, screened = screen_tool_result(raw, text, blob_key, result_message, self.runtime.put_restricted_blob)
-        new_status = status or (ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED)
+        new_status = status or result_status(call.tool_name, call.arguments_json, text, is_error)  # a write's own failure text too
         seq = result_message.seq if result_message is not None else w.allocate_seq(conv.id)
         child = self.is_child(conv.id, call.participant_id)
         vis = visibility or self.default_visibility(conv.id, call.participant_id, run_state=True)
-        art = ToolArtifact(
-            id=artifact_id or new_id("art"),
-            tenant_id=self.scope.tenant_id,
-            conversation_id=conv.id,
-            branch_id=call.branch_id,
-            tool_call_id=call.id,
-            call_id=call.call_id,
-            tool_name=call.tool_name,
-            arguments_json=call.arguments_json,
-            status=new_status,
-            is_error=is_error,
-            error_type=error_type,
-            content_type=ctype,
-            inline_text=inline,
-            blob_key=blob_key,
-            sha256=sha256_key(raw),
-            size_bytes=len(raw),
-            result_tokens=get_tokenizer().count(text) if text is not None else 0,
-            seq=seq,
-            owner_participant_id=call.participant_id,
-            owner_model_run_id=call.model_run_id,
-            visibility_scope=vis,
-            shared_with_participants=tuple(sorted(shared_with)),
-            runtime_kind=RuntimeKind.SUBAGENT_CHILD if child else RuntimeKind.CHAT,
-            runtime_isolation_policy=RuntimeIsolationPolicy.CHILD_AUDIT_ONLY if child else RuntimeIsolationPolicy.PARTICIPANT,
-            privacy_class=privacy_class,
-            skill_profile=skill_profile,
-            provider_metadata=dict(provider_metadata or {}),
-            observed_at=observed_at or now,
-            created_at=now,
+        art = result_artifact(
+            self.scope.tenant_id, conv.id, call, raw, text=text, content_type=ctype, inline=inline, blob_key=blob_key,
+            status=new_status, is_error=is_error, error_type=error_type, seq=seq, visibility=vis, child=child,
+            privacy_class=privacy_class, shared_with=shared_with, skill_profile=skill_profile,
+            provider_metadata=provider_metadata, observed_at=observed_at or now, now=now, artifact_id=artifact_id,
         )
         if result_message is None:
             part = ToolResultPart(call_id=call.call_id, artifact_id=art.id, text=inline, is_error=is_error, images=tuple(images))
@@ -703,19 +563,12 @@ class Recorder:
             msg = result_message
         art = art.model_copy(update={"message_id": msg.id})
         if not w.add_artifact(stored := screened.artifact(art, privacy_class)):
-            raise _AlreadyRecorded(call.call_id)
+            raise AlreadyRecorded(call.call_id)
         w.update_tool_call(call.model_copy(update={"status": new_status, "result_message_id": msg.id, "resolved_at": now}))
-        from contextledger.memory.derive import derive_memory
-        from contextledger.memory.linking import link_on_write
-
-        mem = screened.memory(derive_memory(art, screened.text if screened.text is not None else f"<binary payload, {len(raw)} bytes, {ctype}>", action_text=action_text, registry=self.runtime.extractors))
-        if child:
-            mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": vis, "runtime_kind": RuntimeKind.SUBAGENT_CHILD})
-        elif mem.visibility_scope is not vis:
-            mem = mem.model_copy(update={"visibility_scope": vis})
-        w.add_memory(mem)
-        link_on_write(self.store, w, self.scope, mem)
-        index_records(w, [mem], artifacts={stored.id: stored})
+        mem = derive_result_memory(
+            self.runtime, w, self.scope, art, stored, screened, size_bytes=len(raw), content_type=ctype,
+            visibility=vis, child=child, action_text=action_text, continues=continued_command(self.store, w, self.scope, call),
+        )
         return msg, stored, mem
 
     def set_awaiting_approval(self, conversation_id: str, call_id: str) -> ToolCall:
@@ -743,79 +596,3 @@ class Recorder:
         blob_key = self.runtime.put_blob_if_large(raw)
         with self.store.writer(self.scope) as w:
             return self.write_result(w, conv, call, raw, blob_key=blob_key, is_error=True, error_type="Abandoned", status=ToolCallStatus.ABANDONED)
-
-    # -- runtime state -----------------------------------------------------------------
-    def record_skill_state(
-        self,
-        conversation_id: str,
-        *,
-        loaded_skills: Sequence[str] = (),
-        active_profile: str | None = None,
-        usable_tools: Sequence[str] = (),
-        integration_state: Mapping[str, Any] | None = None,
-        participant_id: str | None = None,
-        branch_id: str | None = None,
-        visibility: Visibility = Visibility.BRANCH,
-        model_run_id: str | None = None,
-    ) -> SkillState:
-        """Record the skills, profile and usable tools visible to a run (a first-class
-        record on the branch; :func:`contextledger.graph.resume.resume_state` restores the
-        newest one)."""
-        conv = self.store.get_conversation(self.scope, conversation_id)
-        with self.store.writer(self.scope) as w:
-            s = SkillState(
-                id=new_id("skill"),
-                tenant_id=self.scope.tenant_id,
-                conversation_id=conversation_id,
-                branch_id=self._branch_of(conv, branch_id),
-                seq=w.allocate_seq(conversation_id),
-                participant_id=participant_id,
-                model_run_id=model_run_id,
-                loaded_skills=tuple(loaded_skills),
-                active_profile=active_profile,
-                usable_tools=tuple(sorted(usable_tools)),
-                integration_state=dict(integration_state or {}),
-                visibility_scope=visibility,
-                created_at=_now(),
-            )
-            w.add_skill_state(s)
-        return s
-
-    def record_checkpoint(self, conversation_id: str, **fields: Any) -> ContinuationCheckpoint:
-        """Record a ContinuationCheckpoint (pending calls, subagent batch, retry contract).
-
-        ``fields`` are ContinuationCheckpoint fields (``pending_call_ids``,
-        ``subagent_batch_id``, ``retry_contract`` …); ``branch_id`` defaults to the active
-        branch and ``owner_participant_id`` to ``participant_id`` (a checkpoint is
-        participant-private run state by default, seed 000 §4.9).
-
-        Raises:
-            NotFoundError: unknown conversation or branch.
-        """
-        conv = self.store.get_conversation(self.scope, conversation_id)
-        branch_id = fields.pop("branch_id", None) or conv.active_branch_id
-        self.store.get_branch(self.scope, branch_id)
-        if fields.get("owner_participant_id") is None and fields.get("participant_id") is not None:
-            fields["owner_participant_id"] = fields["participant_id"]
-        for key in ("pending_call_ids", "subagent_run_ids", "promoted_report_ids"):
-            if key in fields:
-                fields[key] = tuple(fields[key])
-        with self.store.writer(self.scope) as w:
-            c = ContinuationCheckpoint(
-                id=new_id("ckpt"),
-                tenant_id=self.scope.tenant_id,
-                conversation_id=conversation_id,
-                branch_id=branch_id,
-                seq=w.allocate_seq(conversation_id),
-                created_at=_now(),
-                **fields,
-            )
-            w.add_checkpoint(c)
-        return c
-
-    def record_decision(self, conversation_id: str, **fields: Any) -> PolicyDecision:
-        """Record a PolicyDecision outside an assembly (e.g. a promotion)."""
-        d = PolicyDecision(id=new_id("dec"), tenant_id=self.scope.tenant_id, conversation_id=conversation_id, created_at=_now(), **fields)
-        with self.store.writer(self.scope) as w:
-            w.add_decision(d)
-        return d

@@ -20,6 +20,7 @@ from functools import cache
 
 from contextledger.handles import artifact_handle, memory_handle
 from contextledger.ids import new_id
+from contextledger.memory.continuation import Command, as_command, mark_command
 from contextledger.memory.extractors import ExtractorRegistry, ToolInput, default_registry
 from contextledger.memory.extractors.textutil import byte_len, fmt_int
 from contextledger.memory.freshness import (
@@ -79,6 +80,7 @@ def derive_memory(
     tokenizer: Tokenizer | None = None,
     freshness_overrides: Mapping[FreshnessClass, timedelta | None] | None = None,
     tool_freshness_overrides: Mapping[str, timedelta | None] | None = None,
+    continues: Command | None = None,
 ) -> ToolMemory:
     """Build the ToolMemory of ``artifact`` from its raw result text.
 
@@ -94,6 +96,8 @@ def derive_memory(
         tokenizer: counts ``token_count`` (default: o200k).
         freshness_overrides / tool_freshness_overrides: see
             :func:`contextledger.memory.freshness.stale_after_for`.
+        continues: the command whose output this result continues: derived as its
+            result (:func:`contextledger.memory.continuation.as_command`).
 
     Returns:
         The memory.  ``summary`` is ``"<tool> <status>: <extract line 1>"`` plus up to two
@@ -102,33 +106,24 @@ def derive_memory(
         ``artifact`` (the artifact id), ``size_bytes`` and ``sha256`` of the raw result.
     """
     reg = registry or _shared_registry()
-    item = ToolInput(
-        tool_name=artifact.tool_name,
-        arguments_json=artifact.arguments_json,
-        result_text=raw_text,
-        is_error=artifact.is_error,
-        size_bytes=artifact.size_bytes,
-        content_type=artifact.content_type,
-        action_text=action_text,
-    )
+    command, session = as_command(artifact.tool_name, artifact.arguments_json, artifact.call_id, raw_text, continues)
+    item = ToolInput(tool_name=command.tool, arguments_json=command.arguments_json, result_text=raw_text, is_error=artifact.is_error,
+                     size_bytes=artifact.size_bytes, content_type=artifact.content_type, action_text=action_text)
     ext = reg.extract(item)
     lines = ext.summary.split("\n")[:3]
-    lines[0] = f"{artifact.tool_name} {artifact.status.value}: {lines[0]}"
+    lines[0] = f"{command.tool} {'running' if session is not None and not artifact.is_error else artifact.status.value}: {lines[0]}"
     summary = "\n".join(lines)
     if artifact.size_bytes > byte_len(summary):
         lines[-1] = f"{lines[-1]} {artifact_ref_text(artifact_handle(artifact), artifact.size_bytes)}"
         summary = "\n".join(lines)
     payload = dict(ext.payload)
     if ext.kind == "test_run":
-        ordered: dict[str, object] = {
-            k: payload.pop(k)
-            for k in ("command", "status", "error", "file", "test")
-            if k in payload
-        }
+        ordered: dict[str, object] = {k: payload.pop(k) for k in ("command", "status", "error", "file", "test") if k in payload}
         payload = {**ordered, "artifact": artifact.id, **payload}
     else:
         payload["artifact"] = artifact.id
     payload["extractor"] = ext.kind
+    subject = mark_command(payload, ext.subject_key, command, artifact.call_id, session)
     payload["size_bytes"] = artifact.size_bytes
     payload["sha256"] = artifact.sha256
     ref = ProvenanceRef(
@@ -173,7 +168,7 @@ def derive_memory(
         revalidation_args=dict(ext.revalidation_args),
         provenance_refs=(ref,),
         promotion_policy=_promotion(artifact),
-        subject_key=ext.subject_key,
+        subject_key=subject,
         owner_participant_id=artifact.owner_participant_id,
         owner_model_run_id=artifact.owner_model_run_id,
         visibility_scope=artifact.visibility_scope,
@@ -198,6 +193,8 @@ def render_memory_text(memory: ToolMemory) -> str:
         <diff>                                (shape diff, payload diff ≤ 40 lines)
         new text:                             (no diff: a write's or creation's new text)
         <new_text>
+        [x] done item / [>] in progress / [ ] pending / [-] item (other status)
+                                              (a plan: one line per item, in order)
     """
     header = f"[memory {memory_handle(memory)} · {memory.freshness_class.value} · observed {_iso_minute(memory.observed_at)}"
     if memory.confidence < 1.0:
@@ -207,13 +204,31 @@ def render_memory_text(memory: ToolMemory) -> str:
         parts.append(f"limits: {memory.limits}")
     diff = memory.payload.get("diff")
     new_text = memory.payload.get("new_text")
-    if memory.shape == Shape.DIFF and isinstance(diff, str) and diff:
+    todos = memory.payload.get("todos")
+    if memory.payload.get("extractor") == "plan":
+        parts.extend(_plan_lines(todos, memory.payload.get("text")))
+    elif memory.shape == Shape.DIFF and isinstance(diff, str) and diff:
         diff_lines = diff.split("\n")
         if len(diff_lines) <= MAX_RENDERED_DIFF_LINES:
             parts.append(diff)
     elif isinstance(new_text, str) and new_text:
         parts.append("new text:\n" + new_text)
     return "\n".join(parts)
+
+
+_PLAN_MARKS = {"completed": "[x]", "done": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+
+def _plan_lines(todos: object, text: object) -> list[str]:
+    """The plan of a plan memory: ``[x] / [>] / [ ] / [-] <item>`` per item, or the plan
+    text of a proposal."""
+    if isinstance(todos, list):
+        return [
+            f"{_PLAN_MARKS[str(t.get('status'))]} {t['text']}" if str(t.get("status")) in _PLAN_MARKS else f"[-] {t['text']} ({t.get('status')})"
+            for t in todos
+            if isinstance(t, dict) and isinstance(t.get("text"), str)
+        ]
+    return [text] if isinstance(text, str) and text else []
 
 
 def render_stale_marker(memory: ToolMemory, now: datetime) -> str:

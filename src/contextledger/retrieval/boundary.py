@@ -28,14 +28,22 @@ from contextledger.policy.rules import Rule
 from contextledger.records.enums import PrivacyClass, Visibility
 from contextledger.records.models import Message, Participant, ToolArtifact, ToolMemory
 from contextledger.retrieval.documents import message_text
-from contextledger.retrieval.fusion import Fused
+from contextledger.retrieval.fusion import Fused, lead_tier
 from contextledger.retrieval.model import Hit
 
 if TYPE_CHECKING:
+    from collections.abc import Set
+
     from contextledger.policy.model import Policy
     from contextledger.retrieval.routes import RouteContext
 
-__all__ = ["EXCERPT_CHARS", "Boundary"]
+__all__ = ["EXCERPT_CHARS", "ROUTE_WEIGHTS", "Boundary"]
+
+ROUTE_WEIGHTS: dict[str, float] = {"memory": 0.5, "graph": 0.5, "recent": 0.5}
+"""RRF weights (default 1): the memory route repeats the keyword route's lexical signal
+on fewer fields, the graph and recent routes rank by structure and time alone — at full
+weight, two lists agreeing on a record that shares one common word would outrank the
+one route that understood the question."""
 
 EXCERPT_CHARS = 400
 """Characters of a memory's raw result shown with its hit."""
@@ -99,9 +107,10 @@ class Boundary:
             return ""
         return art.inline_text[:EXCERPT_CHARS]
 
-    def admit(self, ctx: RouteContext, fused: list[Fused], limit: int) -> list[Hit]:
+    def admit(self, ctx: RouteContext, fused: list[Fused], limit: int, exact: Set[tuple[str, str]] = frozenset()) -> list[Hit]:
         """The best ``limit`` admitted hits of ``fused`` (refusals counted in
-        :attr:`withheld`)."""
+        :attr:`withheld`), in :func:`~contextledger.retrieval.fusion.lead_tier` order
+        (``exact``: the keyword hits holding a query identifier whole)."""
         mem_ids = [rid for kind, rid, *_ in fused if kind == "memory"]
         msg_ids = [rid for kind, rid, *_ in fused if kind == "message"]
         mems = {m.id: m for m in ctx.store.memories(ctx.scope, ctx.conversation_id, ids=mem_ids, conn=ctx.conn)} if mem_ids else {}
@@ -110,8 +119,10 @@ class Boundary:
         msgs = {m.id: m for m in ctx.reads.messages_by_id(ctx.segments, msg_ids)} if msg_ids else {}
         rules = {str(b.get("id")): b for b in ctx.reads.rule_bodies()} if any(f[0] == "rule" for f in fused) else {}
         seq_of = {("memory", i): m.seq for i, m in mems.items()} | {("message", i): m.seq for i, m in msgs.items()} | {("rule", i): int(b.get("_seq") or 0) for i, b in rules.items()}
-        # equal fused scores: transcript order (older first), never the random id
-        fused = sorted(fused, key=lambda f: (-f[2], -len(f[3]), f[0], seq_of.get((f[0], f[1]), 0), f[1]))
+        # each full-weight route's best hit leads, then exact identifier matches
+        # (fusion.lead_tier); equal fused scores: transcript order (older first), never
+        # the random id
+        fused = sorted(fused, key=lambda f: (lead_tier(f, ROUTE_WEIGHTS, exact), -f[2], -len(f[3]), f[0], seq_of.get((f[0], f[1]), 0), f[1]))
         out: list[Hit] = []
         for kind, rid, score, ranks, scores in fused:
             if len(out) >= limit:

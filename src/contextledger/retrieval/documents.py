@@ -7,10 +7,12 @@ semantic route embeds (seed 001 §4.5).
   (:data:`RAW_HEAD_CHARS`), so an error code or a value deep in a log is found by its
   own words.
 
-Only memories (with the head of their raw result) and user messages are embedded
-(:func:`semantic_text`): they carry the facts and the questions; assistant text and
-tool-call arguments are left to the keyword route.  Every function is pure and
-deterministic.
+Memories (with the head of their raw result), user messages and assistant text are
+embedded (:func:`semantic_text`): they carry the facts and the questions — a
+conversation without tool calls keeps its facts in its messages; tool-call arguments
+are left to the keyword route.  A user message is embedded on the query side of an
+asymmetric model (:func:`is_query_side`), so its stored vector is the request's query
+vector.  Every function is pure and deterministic.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from contextledger.records.models import Message, ToolArtifact, ToolMemory
 __all__ = [
     "RAW_HEAD_CHARS",
     "RecordKind",
+    "is_query_side",
     "keyword_text",
     "message_text",
     "scope_token",
@@ -82,10 +85,16 @@ def keyword_text(record: Message | ToolMemory, artifact: ToolArtifact | None = N
 def semantic_text(record: Message | ToolMemory, artifact: ToolArtifact | None = None) -> str | None:
     """The text embedded for the semantic route: a memory's summary followed by the
     head of its inline raw result when at hand (an extractor's summary may name the
-    result's shape rather than its content), a user message's text (``None``: not
+    result's shape rather than its content), a chat message's text (``None``: not
     embedded)."""
     if isinstance(record, Message):
-        text = message_text(record) if record.role is Role.USER else None
+        text = message_text(record)
         return text[:SEMANTIC_CHARS] if text else None
     raw = f"\n{artifact.inline_text}" if artifact is not None and artifact.inline_text else ""
     return f"{record.source_tool}: {record.summary}{raw}"[:SEMANTIC_CHARS]
+
+
+def is_query_side(record: Message | ToolMemory) -> bool:
+    """Whether ``record`` is embedded as a query (a user message: it asks) rather than a
+    document (E5's ``"query: "`` / ``"passage: "``; one side for a symmetric model)."""
+    return isinstance(record, Message) and record.role is Role.USER

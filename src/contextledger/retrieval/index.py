@@ -4,7 +4,7 @@
 with the records they just wrote: it inserts a ``retrieval_docs`` row per indexable
 record (the SQLite FTS5 table follows by trigger, the PostgreSQL GIN index by itself)
 and, when an encoder is available (:func:`contextledger.retrieval.embed.get_encoder`),
-embeds the memories and user messages among them in one batch and inserts their
+embeds the memories and chat messages among them in one batch and inserts their
 ``retrieval_vectors`` rows.  Indexing is idempotent per record.
 
 :func:`batched_vectors` defers the embeddings of every :func:`index_records` call of one
@@ -26,7 +26,12 @@ import sqlalchemy as sa
 
 from contextledger.errors import ScopeError
 from contextledger.records.models import Message, ToolArtifact, ToolMemory
-from contextledger.retrieval.documents import keyword_text, scope_token, semantic_text
+from contextledger.retrieval.documents import (
+    is_query_side,
+    keyword_text,
+    scope_token,
+    semantic_text,
+)
 from contextledger.retrieval.text import tokens
 from contextledger.store import schema as S
 
@@ -123,7 +128,17 @@ def _insert_docs(conn: Connection, dialect: str, rows: list[dict[str, Any]]) -> 
 def _insert_vectors(conn: Connection, encoder: Encoder, items: Sequence[_Item]) -> int:
     if not items:
         return 0
-    vecs = encoder.encode([text for _, _, text in items])
+    from contextledger.retrieval.embed import encode_queries
+
+    asks = [i for i, (_, rec, _) in enumerate(items) if is_query_side(rec)]
+    docs = [i for i, (_, rec, _) in enumerate(items) if not is_query_side(rec)]
+    vecs: list[Any] = [None] * len(items)
+    if asks:
+        for i, v in zip(asks, encode_queries(encoder, [items[i][2] for i in asks]), strict=True):
+            vecs[i] = v
+    if docs:
+        for i, v in zip(docs, encoder.encode([items[i][2] for i in docs]), strict=True):
+            vecs[i] = v
     conn.execute(
         S.retrieval_vectors.insert(),
         [
@@ -228,6 +243,8 @@ def backfill(
 
 def _backfill_vectors(store: SqlStore, scope: Scope, conversation_id: str, encoder: Encoder, progress: Callable[[int, int], None] | None) -> int:
     d, v = S.retrieval_docs, S.retrieval_vectors
+    with store.writer(scope) as w:  # one vector per document: another model's are replaced
+        w.conn.execute(v.delete().where(v.c.tenant_id == scope.tenant_id, v.c.conversation_id == conversation_id, v.c.model != encoder.name))
     with store.reader() as c:
         done = {r.doc_id for r in c.execute(sa.select(v.c.doc_id).where(v.c.tenant_id == scope.tenant_id, v.c.conversation_id == conversation_id, v.c.model == encoder.name))}
         docs = [(int(r.doc_id), r.record_kind, r.record_id) for r in c.execute(

@@ -35,11 +35,14 @@ class RetrievalQuery:
 @dataclass(frozen=True, kw_only=True)
 class RouteHit:
     """One record a route found: ``score`` is the route's own (BM25, cosine, rarity …;
-    higher is better); the rank is the position in the route's list."""
+    higher is better); the rank is the position in the route's list.  ``exact``: the
+    record holds a code identifier of the query whole (keyword route,
+    :func:`~contextledger.retrieval.text.identifier_tokens`)."""
 
     record_kind: str
     record_id: str
     score: float
+    exact: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,11 +73,21 @@ class Hit:
     seq: int | None = None
     excerpt: str = ""
 
+    @property
+    def handle(self) -> str:
+        """The name a payload gives the record: ``m12`` for a memory
+        (:mod:`contextledger.handles`), ``message 12`` for a message (the cut marker's
+        ``(message 12)``), ``""`` for a rule or when the position is unknown."""
+        from contextledger.handles import record_handle
+
+        return record_handle(self.record_kind, self.seq)
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (routes sorted by name)."""
         return {
             "record_kind": self.record_kind,
             "record_id": self.record_id,
+            "handle": self.handle,
             "fused_score": round(self.fused_score, 6),
             "routes": sorted(self.ranks),
             "ranks": dict(sorted(self.ranks.items())),
@@ -108,6 +121,8 @@ class RetrievalResult:
             (``out_of_lineage``, ``participant_private``, ``audit_only``,
             ``not_promoted``, ``privacy_restricted``, ``superseded``, ``missing``).
         rrf_k: the reciprocal-rank constant.
+        exact: ``(record_kind, record_id)`` of the keyword hits holding a code
+            identifier of the query whole (:func:`~contextledger.retrieval.fusion.lead_tier`).
     """
 
     query: str
@@ -115,6 +130,7 @@ class RetrievalResult:
     routes: list[RouteReport] = field(default_factory=list)
     withheld: dict[str, int] = field(default_factory=dict)
     rrf_k: int = 60
+    exact: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def routes_used(self) -> list[str]:

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from contextledger.retrieval.boundary import Boundary
-from contextledger.retrieval.fusion import RRF_K, Fused, fuse
+from contextledger.retrieval.boundary import ROUTE_WEIGHTS, Boundary
+from contextledger.retrieval.fusion import RRF_K, Fused, fuse, lead_with_tops
 from contextledger.retrieval.model import RetrievalQuery, RetrievalResult, RouteHit, RouteReport
 from contextledger.retrieval.routes import Route, RouteContext, RouteUnavailable
 from contextledger.retrieval.routes.graph import GraphRoute
@@ -48,11 +48,6 @@ SEARCH_ROUTES: tuple[str, ...] = ("rules", "keyword", "semantic", "artifact", "m
 search for something said long ago does not want (assembly keeps its own recent
 window)."""
 
-ROUTE_WEIGHTS: dict[str, float] = {"memory": 0.5, "graph": 0.5, "recent": 0.5}
-"""RRF weights (default 1): the memory route repeats the keyword route's lexical signal
-on fewer fields, the graph and recent routes rank by structure and time alone — at full
-weight, two lists agreeing on a record that shares one common word would outrank the
-one route that understood the question."""
 
 PER_ROUTE = 20
 """Most hits one route contributes to fusion (Elasticsearch's ``rank_window_size``)."""
@@ -151,7 +146,7 @@ def search(
         ctx = RouteContext(store=store, conn=conn, reads=reads, scope=scope, conversation_id=conversation_id, segments=segments, encoder=encoder)
         result, fused = route_and_fuse(ctx, q, routes)
         boundary = Boundary(policy, now=now or datetime.now(UTC), viewer=viewer, provider=provider)
-        result.hits = boundary.admit(ctx, fused, limit)
+        result.hits = boundary.admit(ctx, fused, limit, result.exact)
         result.withheld = dict(boundary.withheld)
     return result
 
@@ -196,6 +191,8 @@ def route_and_fuse(ctx: RouteContext, q: RetrievalQuery, routes: Sequence[str | 
         lists["graph"] = hits
         result.routes.append(report)
         fused = fuse(lists, weights=ROUTE_WEIGHTS)
+    result.exact = frozenset((h.record_kind, h.record_id) for h in lists.get("keyword", []) if h.exact)
+    fused = lead_with_tops(fused, ROUTE_WEIGHTS, result.exact)
     if q.vector_of:  # the query's own record (the current user message) is no answer
         fused = [f for f in fused if f[1] != q.vector_of]
     return result, fused

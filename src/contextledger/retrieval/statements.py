@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from contextledger.store.base import LineageSegment
 
-__all__ = ["DocRow", "VectorRow", "artifacts_by_digest", "keyword_docs", "memories_by_subject", "newer_vectors", "stored_vector"]
+__all__ = ["DocRow", "VectorRow", "artifacts_by_digest", "doc_stats_after", "keyword_df", "keyword_docs", "memories_by_subject", "newer_vectors", "stored_vector"]
 
 
 class DocRow(NamedTuple):
@@ -81,6 +81,45 @@ def _keyword_sql(dialect: str, memories_only: bool) -> sa.Select[Any]:
         .order_by(fts.c.rowid.desc())
         .limit(n)
     )
+
+
+def _df_sql(dialect: str) -> sa.Select[Any]:
+    """How many documents of the conversation match ``p_q`` (one term), through the
+    full-text index."""
+    d = S.retrieval_docs
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import TSQUERY
+
+        tsv = sa.func.array_to_tsvector(sa.func.string_to_array(d.c.tokens, sa.literal_column("' '")))
+        match = tsv.op("@@")(sa.cast(sa.bindparam("p_q", type_=sa.String()), TSQUERY()))
+        return sa.select(sa.func.count()).select_from(d).where(match, d.c.tenant_id == _p("p_t", d.c.tenant_id), d.c.conversation_id == _p("p_c", d.c.conversation_id))
+    fts = sa.table("retrieval_fts")
+    match = sa.literal_column("retrieval_fts").op("MATCH")(sa.bindparam("p_q", type_=sa.String()))
+    return sa.select(sa.func.count()).select_from(fts).where(match)
+
+
+def keyword_df(conn: Connection, tenant_id: str, conversation_id: str, query: str) -> int:
+    """The number of the conversation's documents matching ``query`` (the dialect's
+    match text for one term: SQLite's includes the scope token)."""
+    dialect = conn.dialect.name
+    stmt = prepared(conn.dialect, ("retrieval_keyword_df",), lambda: _df_sql(dialect))
+    return int(stmt.rows(conn, {"p_q": query, "p_t": tenant_id, "p_c": conversation_id})[0][0])
+
+
+def _stats_sql() -> sa.Select[Any]:
+    d = S.retrieval_docs
+    length = sa.func.length(d.c.tokens) - sa.func.length(sa.func.replace(d.c.tokens, " ", "")) + 1
+    return sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(length), 0), sa.func.coalesce(sa.func.max(d.c.doc_id), 0)).where(
+        d.c.tenant_id == _p("p_t", d.c.tenant_id), d.c.conversation_id == _p("p_c", d.c.conversation_id), d.c.doc_id > sa.bindparam("p_after", type_=sa.BigInteger())
+    )
+
+
+def doc_stats_after(conn: Connection, tenant_id: str, conversation_id: str, after: int) -> tuple[int, int, int]:
+    """``(documents, tokens, highest doc_id)`` of the conversation's documents above
+    ``doc_id`` ``after`` (tokens: space-separated tokens summed; ``(0, 0, 0)`` when none)."""
+    stmt = prepared(conn.dialect, ("retrieval_doc_stats",), _stats_sql)
+    r = stmt.rows(conn, {"p_t": tenant_id, "p_c": conversation_id, "p_after": after})[0]
+    return int(r[0]), int(r[1]), int(r[2])
 
 
 def keyword_docs(conn: Connection, tenant_id: str, conversation_id: str, query: str, n: int, *, memories_only: bool) -> list[DocRow]:

@@ -31,7 +31,7 @@ from functools import lru_cache
 from contextledger.memory.terms import STOPWORDS, normalize_term
 from contextledger.security.screen import credential_shaped
 
-__all__ = ["MAX_DOC_TOKENS", "MAX_QUERY_TOKENS", "MAX_TOKEN_LENGTH", "query_tokens", "tokens"]
+__all__ = ["MAX_DOC_TOKENS", "MAX_QUERY_TOKENS", "MAX_TOKEN_LENGTH", "identifier_tokens", "query_tokens", "tokens"]
 
 MAX_TOKEN_LENGTH = 64
 """Longer whole forms (hashes, base64, minified code) are dropped; their parts stay."""
@@ -156,3 +156,32 @@ def tokens(text: str, *, limit: int = MAX_DOC_TOKENS, query: bool = False) -> li
 def query_tokens(text: str) -> list[str]:
     """:func:`tokens` of a query, at most :data:`MAX_QUERY_TOKENS`."""
     return tokens(text, limit=MAX_QUERY_TOKENS, query=True)
+
+
+_PROSE_HYPHEN = re.compile(r"(?<![a-z])[a-z]+(?:-[a-z]+)+")
+
+
+def identifier_tokens(text: str) -> list[str]:
+    """The whole-form index tokens of the code identifiers ``text`` names, in order:
+    camelCase / PascalCase words of two pieces or more (``permissionFlag`` →
+    ``permissionflag``), names joined by ``_ . : / \\ -`` (``calendar_list_events``,
+    ``os.path.join`` → ``os_path_join``, paths) and error codes (``E501`` → ``e501``).
+    Plain words, capitalised words and hyphenated prose (``follow-up``) are not
+    identifiers.  Each token is one :func:`tokens` gives for the same text, so a
+    document holding the identifier holds the token (seed 001 §4.5: keyword search of
+    "function names, error codes, field names, configuration keys")."""
+    out: dict[str, None] = {}
+    for m in _CHUNK.finditer(_fold(text)):
+        chunk = m.group(0).strip("_.:/\\-")
+        if not chunk or not chunk[0].isascii() or _PROSE_HYPHEN.fullmatch(chunk):
+            continue
+        parts = [p for p in _SPLIT.split(chunk) if p]
+        if len(parts) > 1:
+            whole = "_".join(parts).lower()
+        elif _CODE.fullmatch(chunk) or len(_CAMEL.findall(chunk)) > 1:
+            whole = chunk.lower()
+        else:
+            continue
+        if len(whole) <= MAX_TOKEN_LENGTH and any(c.isalpha() for c in whole) and whole in _chunk_tokens(m.group(0), True):
+            out.setdefault(whole, None)
+    return list(out)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import sqlalchemy as sa
 from pydantic import BaseModel
@@ -28,9 +29,10 @@ from contextledger.store.base import (
 )
 from contextledger.store.blobs import BlobStore
 from contextledger.store.codec import decode_body
+from contextledger.store.sqlite_direct import sqlite_read_only_query
 from contextledger.store.writer import WRITER_FLAG, Writer
 
-__all__ = ["DEFAULT_INLINE_THRESHOLD_BYTES", "SQLITE_CACHE_KIB", "SqlStoreBase", "make_engine"]
+__all__ = ["DEFAULT_INLINE_THRESHOLD_BYTES", "SQLITE_CACHE_KIB", "SqlStoreBase", "is_read_only", "make_engine", "sqlite_read_only_query"]
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -126,6 +128,11 @@ class SqlStoreBase:
                     conn.exec_driver_sql("ROLLBACK")
                 else:
                     conn.rollback()
+            except sa.exc.SQLAlchemyError:
+                # SQLite has already rolled back after a full disk or an I/O error
+                # ("cannot rollback - no transaction is active"): the cause is the
+                # error being raised, never this one
+                pass
             finally:
                 conn.info.pop(WRITER_FLAG, None)
                 conn.close()
@@ -180,6 +187,11 @@ class SqlStoreBase:
         return rows[0]
 
 
+def is_read_only(engine: Engine) -> bool:
+    """Whether ``engine`` opened its SQLite file read-only (see :func:`sqlite_read_only_query`)."""
+    return engine.dialect.name == "sqlite" and engine.url.query.get("mode") == "ro"
+
+
 def make_engine(url: str) -> Engine:
     """An SQLAlchemy engine for ``url``: PostgreSQL through psycopg 3 (pre-ping, a pool of 5
     + 10), or an SQLite file (its folder created) whose connections run in WAL mode with
@@ -200,7 +212,10 @@ def make_engine(url: str) -> Engine:
     if not url.startswith("sqlite"):
         raise InputError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql+psycopg://…")
     path = url.split("///", 1)[1] if "///" in url else ""
-    if path and path != ":memory:":
+    read_only = sqlite_read_only_query(path)
+    if read_only is not None:
+        url = f"sqlite:///file:{quote(path)}?{read_only}&uri=true"
+    elif path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     # LIFO: the connection used last (its page cache warm) is handed out next
     engine = sa.create_engine(url, connect_args={"timeout": 60, "check_same_thread": False}, pool_use_lifo=True, **textguard.engine_options())
@@ -213,6 +228,10 @@ def make_engine(url: str) -> Engine:
         dbapi_conn.isolation_level = None  # we issue BEGIN/COMMIT ourselves
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA busy_timeout=60000")
+        if read_only is not None:  # nothing to set on a file that cannot be written
+            cur.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+            cur.close()
+            return
         # switching to WAL needs a moment with no other writer and is not retried by the
         # busy handler: skip it when the file is already in WAL mode, retry otherwise
         for attempt in range(50):

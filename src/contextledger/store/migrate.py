@@ -13,13 +13,13 @@ upgrading.
 
 from __future__ import annotations
 
-import functools
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+
+from contextledger.store.revisions import script_head
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -30,9 +30,6 @@ _MIGRATIONS = Path(__file__).with_name("migrations")
 
 MIGRATION_LOCK_KEY = 7243001
 """PostgreSQL advisory lock key held (transaction-scoped) while migrating."""
-
-_REVISION_LINE = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(None|\"([^\"]+)\"|'([^']+)')\s*$", re.MULTILINE)
-
 
 def alembic_config() -> Config:
     """An Alembic ``Config`` pointing at the bundled migration scripts."""
@@ -50,24 +47,6 @@ def head_revision() -> str:
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
-
-
-@functools.cache
-def script_head() -> str | None:
-    """The head revision read from the migration files without importing Alembic: the
-    one revision no other file names as its ``down_revision`` (``None`` when the files
-    do not form one chain, so the caller falls back to Alembic)."""
-    revisions: set[str] = set()
-    downs: set[str] = set()
-    for path in (_MIGRATIONS / "versions").glob("*.py"):
-        found = {m.group(1): m.group(3) or m.group(4) for m in _REVISION_LINE.finditer(path.read_text(encoding="utf-8"))}
-        if found.get("revision") is None:
-            continue
-        revisions.add(found["revision"])
-        if found.get("down_revision"):
-            downs.add(found["down_revision"])
-    heads = revisions - downs
-    return heads.pop() if len(heads) == 1 else None
 
 
 def current_revision(engine: Engine) -> str | None:

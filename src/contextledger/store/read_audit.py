@@ -56,6 +56,20 @@ class AuditReads(SqlStoreBase):
         rows = self._rows(stmt, ContextAssembly, conn)
         return rows[0] if rows else None
 
+    def recent_assemblies(self, scope: Scope | None, conversation_id: str, participant_id: str | None, *, limit: int = 8) -> list[ContextAssembly]:
+        """The newest ``limit`` assemblies of a conversation for one participant (any
+        branch), newest first (the epoch state of :mod:`contextledger.assembly.epoch`)."""
+        scope = require_scope(scope)
+        t = S.assemblies
+        stmt = (
+            sa.select(t.c.body)
+            .where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id)
+            .where(t.c.participant_id.is_(None) if participant_id is None else t.c.participant_id == participant_id)
+            .order_by(t.c.created_at.desc(), t.c.id.desc())
+            .limit(limit)
+        )
+        return self._rows(stmt, ContextAssembly, None)
+
     def decisions(self, scope: Scope | None, *, assembly_id: str | None = None, record_id: str | None = None, conversation_id: str | None = None) -> list[PolicyDecision]:
         """Policy decisions filtered by assembly, subject record or conversation."""
         scope = require_scope(scope)

@@ -326,24 +326,30 @@ class LineageReads:
         return sorted((decode_body(Message, r[0]) for r in rows if K.in_lineage(segments, r[1], int(r[2]))), key=lambda m: m.seq)
 
     def first_user(self, segments: Sequence[LineageSegment]) -> Message | None:
-        """The lineage's first user chat message: the first of each segment (one
-        ``LIMIT 1`` probe of ``ix_messages_role`` per segment, in one ``UNION ALL``),
-        then the lowest seq."""
+        """The lineage's first user chat message (the first of :meth:`first_users`)."""
+        firsts = self.first_users(segments, 1)
+        return firsts[0] if firsts else None
+
+    def first_users(self, segments: Sequence[LineageSegment], limit: int) -> list[Message]:
+        """The lineage's first ``limit`` user chat messages in ``seq`` order: the first
+        ``limit`` of each segment (one ``LIMIT`` probe of ``ix_messages_role`` per
+        segment, in one ``UNION ALL``), then the lowest seqs.  At most
+        ``len(segments) * limit`` rows whatever the history length."""
         shape = lineage_shape(segments)
-        if not shape:
-            return None
+        if not shape or limit < 1:
+            return []
         t = S.messages
 
         def probe(i: int, bounded: bool) -> sa.Select[Any]:
             # ``kind || ''``: not indexable, so the probe goes through ix_messages_role
-            # (role, branch, seq) and stops at the first user row; ix_messages_kind
+            # (role, branch, seq) and stops after the first user rows; ix_messages_kind
             # (kind = chat, most rows) would walk the branch's chat rows to the first user one
             return (
                 sa.select(t.c.body, t.c.seq)
                 .where(*_scoped(t), lineage_clause(t, (bounded,), i))
                 .where(t.c.role == Role.USER.value, t.c.kind.concat("") == "chat")
                 .order_by(t.c.seq)
-                .limit(1)
+                .limit(sa.bindparam("p_first", type_=sa.Integer()))
             )
 
         def build() -> sa.Select[Any] | sa.CompoundSelect[Any]:
@@ -352,10 +358,9 @@ class LineageReads:
             subs = [probe(i, b).subquery() for i, b in enumerate(shape)]
             return sa.union_all(*(_text_body(sa.select(*s.c), self._name) for s in subs))
 
-        rows = self._rows(("first_user", shape), build, lineage_params(segments))
-        if not rows:
-            return None
-        return decode_body(Message, min(rows, key=lambda r: int(r[1]))[0])
+        rows = self._rows(("first_users", shape), build, {**lineage_params(segments), "p_first": limit})
+        rows = sorted(rows, key=lambda r: int(r[1]))[:limit]
+        return [decode_body(Message, r[0]) for r in rows]
 
     # -- tool calls and artifacts ----------------------------------------------------
     def calls_by_message(self, message_ids: Sequence[str]) -> list[ToolCall]:

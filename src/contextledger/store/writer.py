@@ -463,3 +463,20 @@ class Writer:
                 "payload": payload,
             },
         )
+
+    def annotate_assembly(self, assembly_id: str, fields: dict[str, Any]) -> ContextAssembly:
+        """Set top-level fields of a stored assembly record (what became known after it
+        was made: the proxy's ``upstream_usage`` and ``proxy`` mode) and return it.  The
+        row is locked for the update on PostgreSQL; the payload is never touched.
+
+        Raises:
+            NotFoundError: no assembly ``assembly_id`` in the writer's tenant.
+            pydantic.ValidationError: ``fields`` that are not fields of the record.
+        """
+        t = S.assemblies
+        row = self.conn.execute(sa.select(t.c.body).where(t.c.id == assembly_id, t.c.tenant_id == self.scope.tenant_id).with_for_update()).first()
+        if row is None:
+            raise NotFoundError("assembly", assembly_id)
+        record = ContextAssembly.model_validate({**row.body, **fields})
+        self._update(t, assembly_id, "assembly", {"body": record_body(record)})
+        return record

@@ -95,6 +95,34 @@ def _document_for(source: Source, format: str) -> Any | None:
     return document
 
 
+_SHARED_SHAPES = frozenset({"openai-chat", "anthropic-messages", "openai-responses"})
+"""API formats whose request bodies and bare message arrays overlap: content detected as
+one of them may be read as another on request."""
+
+
+def _forced_document(source: Source, format: str) -> Any | None:
+    """The document for a forced ``--format``, after checking the file is not plainly
+    another format: when detection recognises the content as a different format (its
+    own markers) and the two do not share shapes (:data:`_SHARED_SHAPES`), the file holds
+    none of ``format``'s markers and is refused instead of being read as one message or
+    as unknown records.  Content detection cannot place is left to ``format``'s parser,
+    whose own errors name what is wrong.
+
+    Raises:
+        ImportFormatError: the content is another format (the reason names both).
+    """
+    try:
+        detected = detect_source(source)
+    except ImportFormatError:
+        return _document_for(source, format)
+    if detected.format != format and not {detected.format, format} <= _SHARED_SHAPES:
+        raise ImportFormatError(
+            str(source.path), None,
+            f"--format {format}: none of its markers found; the content is {detected.format} (use --format {detected.format} or auto)",
+        )
+    return _document_for(source, format)
+
+
 def _chat(source: Source, document: Any) -> ImportedTranscript:
     if isinstance(document, dict):
         body, response = split_exchange(document)
@@ -153,7 +181,7 @@ def parse_file(path: Path, format: str = "auto") -> ImportedTranscript:
         chosen, document = detected.format, detected.document
     elif format in SUPPORTED_FORMATS:
         chosen = format
-        document = _document_for(source, format)
+        document = _forced_document(source, format)
     else:
         supported = ", ".join(SUPPORTED_FORMATS)
         raise ImportFormatError(str(file_path), None, f"unknown format {format!r}: expected 'auto' or one of {supported}")

@@ -34,6 +34,7 @@ its messages carry the session's start time):
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -275,12 +276,13 @@ class _History:
             self._result(turn, call_id, text, is_error=False)
 
     def _edit_result(self, turn: _Turn, block: EditBlock, call_id: str) -> None:
-        failure = next((t for t, path in turn.failed_search if path == block.path and block.search and block.search.strip() in t), None)
+        key = _path_key(block.path)
+        failure = next((t for t, path in turn.failed_search if path == key and block.search and block.search.strip() in t), None)
         if failure is not None:
             self._result(turn, call_id, failure, is_error=True)
-        elif block.path in turn.refused:
-            self._result(turn, call_id, turn.refused[block.path], is_error=True)
-        elif block.path in turn.applied or any(_OTHERS_APPLIED.search(t) for t, _ in turn.failed_search):
+        elif key in turn.refused:
+            self._result(turn, call_id, turn.refused[key], is_error=True)
+        elif key in turn.applied or any(_OTHERS_APPLIED.search(t) for t, _ in turn.failed_search):
             self._result(turn, call_id, "\n".join([f"Applied edit to {block.path}", *turn.commits]), is_error=False)
         else:
             self._result(turn, call_id, f"not applied: the history records no 'Applied edit to {block.path}'", is_error=True)
@@ -294,14 +296,22 @@ class _History:
         )
 
 
+def _path_key(path: str) -> str:
+    """The spelling of a path two aider lines are compared in: forward slashes, ``.`` and
+    ``..`` folded (``.\\packages\\a.ts`` and ``packages/a.ts`` name one file; aider on
+    Windows reports ``Applied edit to packages\\a.ts`` for a block headed ``packages/a.ts``)."""
+    return posixpath.normpath(path.strip().replace("\\", "/")) if path.strip() else ""
+
+
 def _record_outcome(turn: _Turn, text: str, first: str) -> None:
-    """Note what one tool line says about the turn's edits and commands."""
+    """Note what one tool line says about the turn's edits and commands (paths by
+    :func:`_path_key`)."""
     applied, refused, running = _APPLIED.match(first), _NOT_APPLIED.match(first), _RUNNING.match(first)
     no_match = _NO_MATCH.search(text)
     if applied:
-        turn.applied.add(applied.group(1))
+        turn.applied.add(_path_key(applied.group(1)))
     elif refused:
-        turn.refused[refused.group(1)] = first
+        turn.refused[_path_key(refused.group(1))] = first
     elif running:
         turn.commands.append((running.group(1), "", False))
     elif _ADDED_OUTPUT.match(first) and turn.commands:
@@ -309,7 +319,7 @@ def _record_outcome(turn: _Turn, text: str, first: str) -> None:
     elif _COMMIT.match(first):
         turn.commits.append(first)
     elif no_match:
-        turn.failed_search.append((text, no_match.group(1).strip()))
+        turn.failed_search.append((text, _path_key(no_match.group(1))))
 
 
 def _json(value: object) -> str:

@@ -2,8 +2,11 @@
 
 The body is ``{"model", "system", "messages", "tools", ...}`` as sent to ``POST
 /v1/messages``: ``system`` is a string or a list of text blocks; each message has ``role``
-``user`` or ``assistant`` and ``content`` as a string or a list of blocks (see
-:mod:`.anthropic_blocks`).  The model's reply (a ``{"type": "message", "role":
+``user``, ``assistant`` or ``system`` and ``content`` as a string or a list of blocks (see
+:mod:`.anthropic_blocks`).  A ``system`` entry inside ``messages`` (client context a
+client places mid-conversation: Claude Code's agent and skill listing, its standing
+reminders) becomes a ``Role.SYSTEM`` message at its place, marked
+``metadata["in_messages"] = True``.  The model's reply (a ``{"type": "message", "role":
 "assistant", "content": [...]}`` response object) may be given too and is appended.
 
 Conversion (one neutral message per source message, except):
@@ -108,10 +111,22 @@ class _Converter:
             self._assistant(item.get("content"), key, location, item.get("model") if isinstance(item.get("model"), str) else model)
         elif role == "user":
             self._user(item.get("content"), key, location)
+        elif role == "system":
+            self._system_entry(item.get("content"), key, location)
         elif role is None:
             fail(self.path, location, "message has no 'role'")
         else:
-            fail(self.path, location, f"unknown role {role!r}: expected 'user' or 'assistant'")
+            fail(self.path, location, f"unknown role {role!r}: expected 'user', 'assistant' or 'system'")
+
+    def _system_entry(self, content: Any, key: str, location: str) -> None:
+        parts: list[Part] = []
+        for j, block in enumerate(self.blocks.blocks(content, location, "content")):
+            text = block.get("text")
+            if block.get("type") != "text" or not isinstance(text, str):
+                fail(self.path, self.blocks.where(location, j), f"a system entry holds text blocks only, found {describe_json(block)}")
+            if text:
+                parts.append(TextPart(text=text))
+        self.messages.append(ImportedMessage(key=key, role=Role.SYSTEM, parts=parts, source_ref=location, metadata={"in_messages": True}))
 
     def _assistant(self, content: Any, key: str, location: str, model: str | None) -> None:
         attachments: dict[str, bytes] = {}
@@ -202,7 +217,8 @@ def parse_anthropic_messages(
 
     Raises:
         ImportFormatError: ``messages`` missing or not an array, a message that is not an
-            object or has a role other than user/assistant (location ``"messages[3]"``),
+            object or has a role other than user/assistant/system (location ``"messages[3]"``),
+            a system entry holding a block other than text,
             malformed content blocks (``"messages[3].content[1]"``), a bad ``system``.
     """
     if not isinstance(body, Mapping):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from contextledger.ingest.importers.common import make_title
+from contextledger.ingest.importers.common import command_title, title_of
 from contextledger.ingest.transcript import ImportedMessage, ImportedParticipant
 from contextledger.records.enums import MessageKind, Role, RuntimeKind
 from contextledger.records.parts import parts_text
@@ -17,16 +17,13 @@ MAIN = "main"
 
 
 def first_user_title(messages: Iterable[ImportedMessage], participant_key: str = MAIN) -> str:
-    """The first non-empty user chat text of ``participant_key``, cut to 80 characters."""
-    for message in messages:
-        if message.participant_key != participant_key or message.role is not Role.USER:
-            continue
-        if message.kind is not MessageKind.CHAT:
-            continue
-        text = parts_text(message.parts).strip()
-        if text:
-            return make_title(text)
-    return ""
+    """The title of the first user chat turn of ``participant_key`` with words of the
+    user's own (:func:`~contextledger.ingest.importers.common.title_of`: injected
+    preambles skipped), else the first slash command recorded
+    (:func:`~contextledger.ingest.importers.common.command_title`), cut to 80
+    characters; ``""`` when there is neither."""
+    turns = [parts_text(m.parts) for m in messages if m.participant_key == participant_key and m.role is Role.USER and m.kind is MessageKind.CHAT]
+    return next((t for t in map(title_of, turns) if t), "") or next((t for t in map(command_title, turns) if t), "")
 
 
 def main_participant(model: str | None, provider: str | None = None) -> ImportedParticipant:

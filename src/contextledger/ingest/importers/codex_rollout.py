@@ -19,9 +19,10 @@ Conversion:
   through :class:`~contextledger.ingest.importers.responses_items.ResponsesItems`;
   encrypted reasoning is kept, never sent; ``ghost_snapshot`` and encrypted
   ``compaction`` items are kept as ``META``;
-* the session's ``instructions`` / ``base_instructions`` are kept as a ``META`` record:
-  Codex sends them as the ``instructions`` of every request, outside the history, so they
-  are not a message of the conversation;
+* the session's ``base_instructions`` (``{"text": …}`` or a string; ``instructions`` in
+  the bare layout) become the conversation's system prompt, a ``Role.SYSTEM`` chat message
+  at its head (trusted like any imported system prompt): Codex sends them as the
+  ``instructions`` of every request; the rest of the session meta is kept as ``META``;
 * ``event_msg`` lines are ``PROGRESS`` records, except a ``user_message`` event whose
   text no ``response_item`` user message carries (some Codex builds record the prompt
   only as an event): it becomes the user's chat message;
@@ -49,8 +50,8 @@ from contextledger.ingest.importers.common import (
     describe_json,
     fail,
     iter_jsonl,
-    make_title,
     parse_timestamp,
+    title_of,
     type_of,
 )
 from contextledger.ingest.importers.responses_items import ResponsesItems
@@ -59,7 +60,7 @@ from contextledger.limits import loads_json
 from contextledger.records.enums import MessageKind, Role
 from contextledger.records.parts import TextPart, ToolResultPart
 
-__all__ = ["FORMAT", "RECORD_TYPES", "is_bare_meta", "parse_codex_rollout"]
+__all__ = ["FORMAT", "RECORD_TYPES", "base_instructions_of", "is_bare_meta", "parse_codex_rollout"]
 
 FORMAT = "codex-rollout"
 RECORD_TYPES = frozenset(
@@ -86,6 +87,17 @@ def is_bare_meta(value: Any) -> bool:
         and isinstance(value.get("timestamp"), str)
         and ("instructions" in value or "git" in value or len(value) == 2)
     )
+
+
+def base_instructions_of(meta: dict[str, Any]) -> str | None:
+    """The system prompt a session meta records: ``base_instructions`` (``{"text": str}``
+    in codex-rs ``SessionMeta``, or a bare string), else the earlier ``instructions``
+    string; ``None`` when neither holds non-blank text."""
+    base = meta.get("base_instructions")
+    for value in (base.get("text") if isinstance(base, dict) else base, meta.get("instructions")):
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
 
 
 def _text(content: Any) -> str:
@@ -166,16 +178,16 @@ class _Rollout:
         if not isinstance(payload, dict):
             fail(self.source.path, location, f"session_meta payload must be an object, found {describe_json(payload)}")
         self.session_seen = True
-        base = payload.get("base_instructions")
-        instructions = base.get("text") if isinstance(base, dict) else payload.get("instructions")
-        self.metadata.update({k: v for k, v in payload.items() if k not in ("base_instructions", "instructions")})
-        self.items.emit(self.items.meta({k: v for k, v in payload.items() if k not in ("base_instructions", "instructions")}, key, location, {"record_type": "session_meta"}))
-        if isinstance(instructions, str) and instructions.strip():
-            # Codex sends these as the request's ``instructions`` on every call, outside the
-            # history: kept, not replayed as a message of the conversation
+        rest = {k: v for k, v in payload.items() if k not in ("base_instructions", "instructions")}
+        self.metadata.update(rest)
+        self.items.emit(self.items.meta(rest, key, location, {"record_type": "session_meta"}))
+        instructions = base_instructions_of(payload)
+        if instructions:
+            # Codex sends these as the ``instructions`` of every request: the session's
+            # system prompt, at the head of the conversation
             self.items.emit(
                 ImportedMessage(
-                    key=f"{key}#instructions", role=Role.SYSTEM, kind=MessageKind.META, parts=[TextPart(text=instructions)],
+                    key=f"{key}#instructions", role=Role.SYSTEM, kind=MessageKind.CHAT, parts=[TextPart(text=instructions)],
                     source_ref=location, metadata={"record_type": "session_meta", "instructions": True},
                 )
             )
@@ -269,13 +281,13 @@ def _user_texts_of(records: list[tuple[int, Any]]) -> set[str]:
 
 def _title(messages: list[ImportedMessage]) -> str:
     """The first user prompt: a ``user_message`` event's text when the rollout has one,
-    else the first user chat message that is not injected context (``<...>`` or an
-    ``AGENTS.md`` preamble)."""
+    else the first user chat message with words of the user's own (injected context
+    such as ``<environment_context>`` or an ``AGENTS.md`` preamble skipped)."""
     candidates = [m for m in messages if m.role is Role.USER and m.kind is MessageKind.CHAT]
     for message in candidates:
-        text = "\n".join(p.text for p in message.parts if isinstance(p, TextPart)).strip()
-        if text and not text.startswith(("<", "# AGENTS.md")):
-            return make_title(text)
+        title = title_of("\n".join(p.text for p in message.parts if isinstance(p, TextPart)))
+        if title:
+            return title
     return ""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import hashlib
 import json
 import mimetypes
@@ -24,6 +25,7 @@ from typing import Any, NoReturn
 from urllib.parse import unquote_to_bytes
 
 from contextledger.errors import ImportFormatError
+from contextledger.ingest.preambles import strip_injected
 from contextledger.limits import JsonDepthError, loads_json
 from contextledger.records.parts import ImagePart
 
@@ -31,6 +33,7 @@ __all__ = [
     "REQUEST_BODY",
     "TITLE_MAX_CHARS",
     "Source",
+    "command_title",
     "content_key_of",
     "describe_json",
     "fail",
@@ -43,6 +46,7 @@ __all__ = [
     "parse_timestamp",
     "read_source",
     "split_exchange",
+    "title_of",
     "type_of",
 ]
 
@@ -118,10 +122,53 @@ def read_source(path: Path) -> Source:
     return decode_source(path, data)
 
 
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def wide_encoding(data: bytes) -> str | None:
+    """The UTF-16 / UTF-32 codec of ``data``, or ``None`` for UTF-8 (or a binary file).
+
+    A byte-order mark decides (UTF-32 marks are checked first: ``FF FE 00 00`` also starts
+    with UTF-16 LE's); without one, the pattern of zero bytes in the first four bytes does,
+    as RFC 4627 §3 detects the encoding of JSON text (its first two characters are ASCII):
+    ``00 00 00 xx`` UTF-32 BE, ``00 xx 00 xx`` UTF-16 BE, ``xx 00 00 00`` UTF-32 LE,
+    ``xx 00 xx 00`` UTF-16 LE.
+    """
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return codec
+    head = data[:4]
+    if len(head) < 4:
+        return None
+    zero = [b == 0 for b in head]
+    patterns = {
+        (True, True, True, False): "utf-32-be",
+        (True, False, True, False): "utf-16-be",
+        (False, True, True, True): "utf-32-le",
+        (False, True, False, True): "utf-16-le",
+    }
+    return patterns.get((zero[0], zero[1], zero[2], zero[3]))
+
+
 def decode_source(path: Path, data: bytes) -> Source:
     """Validate and decode already-read bytes (see :func:`read_source` for the errors)."""
     if not data.strip():
         fail(path, None, "file is empty")
+    wide = wide_encoding(data)
+    if wide is not None:
+        try:
+            text = data.decode(wide)
+        except UnicodeDecodeError as exc:
+            fail(path, f"byte {exc.start}", f"not valid {wide.upper()} ({exc.reason})")
+        text = text.removeprefix("\ufeff")
+        if not text.strip():
+            fail(path, None, "file is empty")
+        return Source(path=path, data=data, text=text)
     nul = data.find(b"\x00")
     if nul >= 0:
         fail(path, f"byte {nul}", "binary file: NUL byte")
@@ -293,6 +340,31 @@ def make_title(text: str) -> str:
     if len(flat) <= TITLE_MAX_CHARS:
         return flat
     return flat[: TITLE_MAX_CHARS - 1].rstrip() + "…"
+
+
+_COMMAND = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>([^<]*)</command-args>")
+
+
+def command_title(text: str) -> str:
+    """The slash command a user turn records (``<command-name>``, e.g. ``"/init"``), or
+    ``""``: the title of last resort for a session that holds no words of the user's."""
+    command = _COMMAND.search(text)
+    return make_title(command.group(1)) if command else ""
+
+
+def title_of(text: str) -> str:
+    """The title a user turn gives: its own words (client-injected blocks such as
+    ``<system-reminder>``, ``<environment_context>`` or ``<command-message>`` removed by
+    :func:`~contextledger.ingest.preambles.strip_injected`) through :func:`make_title`.
+    A turn that only records a slash command with arguments is titled with what the user
+    typed, the ``<command-name>`` and its ``<command-args>`` (``"/review src/parser.py"``);
+    a bare command (``/clear``) gives none.  ``""`` when nothing of the user's is left
+    (the caller then tries the next turn, then :func:`command_title`)."""
+    own = strip_injected(text)
+    if not own and (args := _COMMAND_ARGS.search(text)) is not None and args.group(1).strip():
+        own = f"{command_title(text)} {args.group(1)}".strip()
+    return make_title(own)
 
 
 _B64_WS = re.compile(r"\s+")

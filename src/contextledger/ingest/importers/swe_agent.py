@@ -10,7 +10,12 @@ Sources, in order of preference (the first present is used):
 * ``trajectory`` as a list of ``{role: system|user|ai, text}`` turns (nebius), commands in
   the last fenced block of each ``ai`` turn.
 * ``trajectory`` as a list of ``{action, observation, response, thought}`` steps (used only
-  when there is no ``history``).
+  when there is no ``history``; with a ``history`` that ends on an unanswered action, the
+  last step's observation is that action's result: SWE-agent adds an observation to the
+  history only when it builds the next query).
+
+Every step's observation is its call's result; a text action no observation answers is
+named in the notes (``"history[4]: action 'submit' has no result"``).
 
 ``info`` (exit status, submission, model stats) and the other top-level keys are kept in
 ``ImportedTranscript.metadata``; ``metadata["exit_status"]`` is lifted out of ``info`` when
@@ -41,6 +46,7 @@ from contextledger.ingest.importers.text_actions import (
     assistant_text,
     fenced_action,
     mark_text_actions,
+    note_unanswered_actions,
     shell_action,
 )
 from contextledger.ingest.transcript import ImportedMessage, ImportedTranscript
@@ -57,8 +63,27 @@ def _has_calls(messages: list[ImportedMessage]) -> bool:
     return any(isinstance(p, ToolCallPart) for m in messages for p in m.parts)
 
 
+def _final_step(items: list[Any], steps: list[Any] | None) -> tuple[int, Any] | None:
+    """``(index, observation)`` of the last trajectory step when ``items`` (the history)
+    ends with that step's action unanswered: SWE-agent appends a step's observation to the
+    history only when it builds the next query, so the observation of the final step
+    (``submit`` …) is in ``trajectory`` alone.  ``None`` when the history answers its last
+    action, the last step has no string observation, or the actions differ."""
+    if not steps or not isinstance(steps[-1], dict) or not isinstance(steps[-1].get("observation"), str):
+        return None
+    last = next((i for i in range(len(items) - 1, -1, -1) if isinstance(items[i], dict) and items[i].get("role") == "assistant"), None)
+    if last is None or items[last].get("is_demo") is True:
+        return None
+    if any(isinstance(item, dict) and item.get("role") in ("user", "tool") for item in items[last + 1:]):
+        return None
+    action, step_action = items[last].get("action"), steps[-1].get("action")
+    if isinstance(action, str) and isinstance(step_action, str) and action.strip() != step_action.strip():
+        return None
+    return len(steps) - 1, steps[-1]["observation"]
+
+
 def _from_openai_list(
-    source: Source, key: str, items: list[Any], registry: CallIdRegistry, notes: list[str]
+    source: Source, key: str, items: list[Any], registry: CallIdRegistry, notes: list[str], steps: list[Any] | None = None
 ) -> list[ImportedMessage]:
     converter = OpenAIMessageConverter(
         source.path, registry, notes, extra_roles={"exit": (Role.SYSTEM, MessageKind.META)}
@@ -80,6 +105,18 @@ def _from_openai_list(
             message.metadata["is_demo"] = True
         if isinstance(item.get("action"), str) and message.role is Role.ASSISTANT:
             message.metadata["source_action"] = item["action"]
+    final = _final_step(items, steps)
+    if final is not None:
+        index, observation = final
+        calls = [p for p in messages[-1].parts if isinstance(p, ToolCallPart)] if messages[-1].role is Role.ASSISTANT else []
+        last_calls = [p for m in messages if m.role is Role.ASSISTANT for p in m.parts if isinstance(p, ToolCallPart)]
+        reply: dict[str, Any] = {"role": "user", "content": observation}
+        if last_calls:
+            if len(calls) != 1:
+                calls = []
+            reply = {"role": "tool", "tool_call_id": calls[0].call_id, "content": observation} if calls else {}
+        if reply:
+            messages.append(converter.convert(reply, f"step:{index}:observation", f"trajectory[{index}].observation"))
     if not _has_calls(messages):
         def extract(message: ImportedMessage) -> TextAction | None:
             given = message.metadata.pop("source_action", None)
@@ -169,7 +206,7 @@ def parse_swe_agent(source: Source, document: Any) -> ImportedTranscript:
     trajectory = _nonempty_list(source, document, "trajectory")
     used: tuple[str, ...]
     if history is not None:
-        messages = _from_openai_list(source, "history", history, registry, notes)
+        messages = _from_openai_list(source, "history", history, registry, notes, trajectory)
         used = ("history", "trajectory")
     elif chat is not None:
         messages = _from_openai_list(source, "messages", chat, registry, notes)
@@ -185,6 +222,7 @@ def parse_swe_agent(source: Source, document: Any) -> ImportedTranscript:
         found = ", ".join(repr(k) for k in list(document)[:12]) or "none"
         fail(source.path, None, f"SWE-agent trajectory has no turns: found keys {found}; expected a non-empty 'history', 'messages' or 'trajectory'")
     registry.finish()
+    note_unanswered_actions(messages, notes)
     metadata = top_level_metadata(document, used)
     info = document.get("info")
     if isinstance(info, dict) and "exit_status" in info and "exit_status" not in metadata:

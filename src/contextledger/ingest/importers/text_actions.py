@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from contextledger.ingest.transcript import ImportedMessage
 from contextledger.records.enums import MessageKind, Role
-from contextledger.records.parts import parts_text
+from contextledger.records.parts import ToolCallPart, parts_text
 
 __all__ = [
     "TextAction",
@@ -25,6 +25,7 @@ __all__ = [
     "function_block_action",
     "has_function_block",
     "mark_text_actions",
+    "note_unanswered_actions",
     "shell_action",
 ]
 
@@ -118,6 +119,34 @@ def mark_text_actions(
             message.metadata["action"] = pending.action
             message.metadata["action_tool"] = pending.tool
         pending = None
+    return count
+
+
+def note_unanswered_actions(messages: Sequence[ImportedMessage], notes: list[str]) -> int:
+    """Append ``"<source_ref>: action '<tool>' has no result"`` to ``notes`` for every text
+    action (an assistant turn with ``metadata["action"]`` and no tool call) that no
+    observation answers before the next action or the end; return how many.
+
+    Mirrors how the loader pairs a text action with its observation (the next
+    ``OBSERVATION`` user message), so each note names a call the import leaves pending.
+    """
+    count = 0
+    pending: ImportedMessage | None = None
+
+    def note(message: ImportedMessage) -> None:
+        nonlocal count
+        count += 1
+        notes.append(f"{message.source_ref or message.key}: action {message.metadata.get('action_tool') or 'action'!r} has no result")
+
+    for message in messages:
+        if message.role is Role.ASSISTANT and message.metadata.get("action") and not any(isinstance(p, ToolCallPart) for p in message.parts):
+            if pending is not None:
+                note(pending)
+            pending = message
+        elif message.role is Role.USER and message.kind is MessageKind.OBSERVATION:
+            pending = None
+    if pending is not None:
+        note(pending)
     return count
 
 

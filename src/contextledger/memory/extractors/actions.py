@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from contextledger.memory.dialects import ToolSpec, lookup_tool, spec_by_shape
 from contextledger.memory.extractors.base import ToolInput
-from contextledger.memory.extractors.shell_writes import shell_write
+from contextledger.memory.extractors.shell_reads import shell_reads
+from contextledger.memory.extractors.shell_writes import ShellWrite, shell_effects
 
 __all__ = [
     "SEARCH_PROGRAMS",
@@ -64,8 +65,6 @@ _TEXT_READ = frozenset({"open", "goto", "scroll_up", "scroll_down"})
 _TEXT_SEARCH = frozenset({"search_dir", "search_file", "find_file"})
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
 _WRAPPERS = frozenset({"sudo", "time", "timeout", "nice", "env", "xargs", "command"})
-_SED_RANGE = re.compile(r"^sed -n ['\"]?(\d+),(\d+)p['\"]? (\S+)$")
-_CAT_ONE = re.compile(r"^cat (\S+)$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +85,13 @@ class Action:
         patch: the patch text (``*** Begin Patch`` body or unified diff).
         insert_line: the line an insert goes after.
         append: a shell write that appends.
+        effects: every file write of a shell command (a compound command may delete one
+            file, write another and run a program: verb ``shell`` with effects).
+        verbatim: a shell read whose output is the file's text as it is (no line
+            numbers): its lines are file lines from ``start_line`` on.
+        start_line: the first line a verbatim shell read shows (``None``: unknown, as for
+            ``tail -n N``).
+        cwd: the directory a shell command runs in (its ``workdir`` argument).
     """
 
     verb: Verb
@@ -101,6 +107,10 @@ class Action:
     patch: str | None = None
     insert_line: int | None = None
     append: bool = False
+    effects: tuple[ShellWrite, ...] = ()
+    verbatim: bool = False
+    start_line: int | None = None
+    cwd: str | None = None
 
 
 def _str(args: dict[str, Any] | None, *keys: str) -> str | None:
@@ -145,37 +155,45 @@ def program_of(command: str) -> str | None:
     return None
 
 
+def _paths_of(writes: tuple[ShellWrite, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(p for w in writes for p in w.paths))
+
+
 @lru_cache(maxsize=4096)
-def _shell_action(command: str) -> Action:
-    # a pure function of the command text (Action is frozen): the extractors of one
-    # result ask for the same command several times, and agents repeat their commands
+def _shell_action(command: str, cwd: str | None = None) -> Action:
+    # a pure function of the command text and directory (Action is frozen): the
+    # extractors of one result ask for the same command several times, and agents
+    # repeat their commands
     one = command.strip()
-    written = shell_write(one) if one else None
-    if written is not None:
+    reads = shell_reads(one, cwd) if one else None
+    if reads:
+        first = reads[0]
+        window = first.line_range
+        return Action(
+            verb="read", kind="read", command=command, path=first.path, sub=first.program, cwd=cwd,
+            paths=tuple(dict.fromkeys(r.path for r in reads)) if len(reads) > 1 else (),
+            line_range=(window[0], window[1]) if len(reads) == 1 and window is not None and window[1] is not None else None,
+            verbatim=len(reads) == 1 and not first.numbered,
+            start_line=window[0] if len(reads) == 1 and window is not None else None,
+        )
+    effects = shell_effects(one, cwd) if one else None
+    if effects is not None and effects.writes and not effects.runs:
+        written = effects.writes[0]
         kind = "write" if written.kind == "write" and not written.append else ("edit" if written.kind == "write" else written.kind)
         edits = ((("", written.content),) if written.content is not None and written.append else ())
+        paths = _paths_of(effects.writes)
         return Action(
-            verb="write", command=command, sub="shell", kind=kind, path=written.paths[0] if written.paths else None,
-            paths=written.paths, edits=edits, content=written.content if not written.append else None,
+            verb="write", command=command, sub="shell", kind=kind, path=paths[0] if paths else None,
+            paths=paths, edits=edits, content=written.content if not written.append else None,
             patch=written.content if written.kind == "patch" else None, pattern=written.expression, append=written.append,
+            effects=effects.writes, cwd=cwd,
         )
-    sed = _SED_RANGE.match(one)
-    if sed:
-        return Action(
-            verb="read", kind="read",
-            command=command,
-            path=sed.group(3),
-            sub="sed",
-            line_range=(int(sed.group(1)), int(sed.group(2))),
-        )
-    cat = _CAT_ONE.match(one)
-    if cat and not cat.group(1).startswith("-"):
-        return Action(verb="read", kind="read", command=command, path=cat.group(1), sub="cat")
+    run_effects = effects.writes if effects is not None else ()
     program = program_of(command)
-    if program in SEARCH_PROGRAMS or (program == "git" and re.search(r"\bgit grep\b", command)):
+    if not run_effects and (program in SEARCH_PROGRAMS or (program == "git" and re.search(r"\bgit grep\b", command))):
         pattern, path = _grep_target(command) if program in ("grep", "egrep", "fgrep", "rg") else (None, None)
-        return Action(verb="search", command=command, sub=program, pattern=pattern, path=path, kind="search")
-    return Action(verb="shell", command=command, sub=program, kind="shell")
+        return Action(verb="search", command=command, sub=program, pattern=pattern, path=path, kind="search", cwd=cwd)
+    return Action(verb="shell", command=command, sub=program, kind="shell", effects=run_effects, paths=_paths_of(run_effects), cwd=cwd)
 
 
 _GREP_VALUE_OPTIONS = frozenset({"-A", "-B", "-C", "-m", "-e", "-f", "-g", "-t", "-T", "--include", "--exclude", "--max-count", "--context", "--glob", "--type"})
@@ -304,7 +322,8 @@ def _spec_action(spec: ToolSpec, low: str, args: dict[str, Any] | None, raw: str
             return Action(verb="shell", command=None, sub="write_stdin", kind="shell")
         if command is None and not args:
             command = raw
-        return _shell_action(command or "")
+        workdir = _str(a, *spec.workdir) if spec.workdir else None
+        return _shell_action(command or "", workdir)
     if kind == "read":
         line_range = _window(spec, a)
         return Action(verb="read" if path or not paths else "other", path=path, paths=paths, sub=sub, line_range=line_range, kind=kind)

@@ -28,6 +28,7 @@ from contextledger.memory.extractors.textutil import (
     fmt_int,
     generic_exit_code,
     head_tail,
+    is_shell_noise,
     nonempty,
     split_lines,
     unwrap,
@@ -74,6 +75,7 @@ def shell_extraction(item: ToolInput, action: Action) -> Extraction:
         status, guessed = "failed", True
     failed = status == "failed"
     shown = nonempty(lines)
+    informative = [ln for ln in shown if not is_shell_noise(ln)]  # a shell start-up warning is no summary
     folded = 0
     if failed:
         shown, folded = fold_stack_frames(shown)
@@ -107,8 +109,8 @@ def shell_extraction(item: ToolInput, action: Action) -> Extraction:
     summary_lines = [first]
     if failed and err:
         summary_lines.append(err.error_line)
-    elif shown:
-        summary_lines.append(cap(shown[-1].strip()))
+    elif informative:
+        summary_lines.append(cap(informative[-1].strip()))
     line_range, byte_range = body_ranges(item.result_text, body)
     omitted = len(shown) - len(head) - len(tail)
     limits: list[str] = []

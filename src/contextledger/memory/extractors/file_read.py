@@ -6,14 +6,19 @@ large file is represented by line numbers and a symbol index rather than its tex
 
 Recognised renderings: Claude Code ``Read`` (``"   12→text"``), OpenHands
 ``str_replace_editor view`` (``"   12\\ttext"`` after a ``cat -n`` banner), SWE-agent
-``open``/``goto`` (``[File: /p (N lines total)]`` then ``"12:text"``), and plain text
-(``cat``, ``sed -n``).
+``open``/``goto`` (``[File: /p (N lines total)]`` then ``"12:text"``), and shell reads
+(:mod:`~contextledger.memory.extractors.shell_reads`: ``cat``, ``cat -n``, ``nl``,
+``head``, ``tail``, ``sed -n``, ``less``, ``more``): a read whose output is the file's
+text as it is has its lines numbered from the window's first line (``sed -n '40,60p'``
+shows lines 40–…), whatever the text looks like; numbered output (``cat -n``, ``nl``) is
+parsed.  A shell read that exits non-zero failed.
 
 Payload keys: ``path``, ``line_range`` ([first, last] or None), ``total_lines`` (when the
 tool states it), ``lines_returned``, ``content_sha256`` (``"sha256:…"`` of the returned
 file text with line-number prefixes removed, lines joined by ``"\\n"``), ``size_bytes`` of
 that text, ``mtime`` (when the call states it), ``symbols`` (≤ 30 ``"def name"`` …) and
-``symbols_total``.
+``symbols_total``; ``paths`` when one command read several files (their outputs
+are one text).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextledger.memory.extractors.actions import resolve_action
+from contextledger.memory.extractors.actions import Action, resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
 from contextledger.memory.extractors.errorscan import find_error
 from contextledger.memory.extractors.textutil import (
@@ -34,6 +39,7 @@ from contextledger.memory.extractors.textutil import (
     split_lines,
     unwrap,
 )
+from contextledger.memory.extractors.write_failures import read_failed
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
 
 __all__ = ["FileReadExtractor", "parse_numbered", "top_level_symbols"]
@@ -122,6 +128,16 @@ def top_level_symbols(lines: list[str]) -> list[str]:
     return found
 
 
+def _numbered(action: Action, lines: list[str]) -> tuple[list[int], list[str], str | None, int | None]:
+    """:func:`parse_numbered`, except for a verbatim shell read: its lines are the file's
+    own, numbered from the window's first line (none when the position is unknown)."""
+    if not action.verbatim or action.command is None:
+        return parse_numbered(lines)
+    if action.start_line is None:
+        return [], lines, None, None
+    return list(range(action.start_line, action.start_line + len(lines))), lines, None, None
+
+
 class FileReadExtractor:
     """Extractor for file reads (``Read``, ``str_replace_editor view``, ``open``, ``cat``)."""
 
@@ -132,21 +148,17 @@ class FileReadExtractor:
         action = resolve_action(item)
         if action.verb != "read":
             return False
-        return (
-            not unwrap(item.result_text)
-            .text.lstrip()
-            .startswith("Here's the files and directories")
-        )
+        return not unwrap(item.result_text).text.lstrip().startswith("Here's the files and directories")
 
     def extract(self, item: ToolInput) -> Extraction:
         """The file-read extract of ``item``."""
         action = resolve_action(item)
         body = unwrap(item.result_text)
         lines = split_lines(body.text)
-        numbers, texts, banner_path, total = parse_numbered(lines)
+        numbers, texts, banner_path, total = _numbered(action, lines)
         path = normalise_path(banner_path or action.path or "")
         args = item.arguments or {}
-        failed = item.is_error or body.text.lstrip().startswith("ERROR:")
+        failed = item.is_error or (action.command is not None and body.exit_code not in (None, 0)) or read_failed(item.result_text, shell=action.command is not None)
         err = find_error(lines) if failed else None
         content = "\n".join(texts)
         line_range = [numbers[0], numbers[-1]] if numbers and not failed else None
@@ -164,11 +176,13 @@ class FileReadExtractor:
             "symbols": symbols[:MAX_SYMBOLS],
             "symbols_total": len(symbols),
         }
+        if len(action.paths) > 1:
+            payload["paths"] = [normalise_path(p) for p in action.paths]
         if failed:
             first = f"read {path or '(unknown path)'} failed"
             summary = f"{first}\n{err.error_line if err else cap(body.text.strip().splitlines()[0] if body.text.strip() else 'no output')}"
         else:
-            rng = f"lines {line_range[0]}-{line_range[1]}" if line_range else "empty"
+            rng = f"lines {line_range[0]}-{line_range[1]}" if line_range else (f"{fmt_int(len(texts))} lines (position unknown)" if texts else "empty")
             of_total = f" of {fmt_int(total)}" if total is not None else ""
             first = f"read {path} {rng}{of_total} · {fmt_int(payload['size_bytes'])} bytes · {str(payload['content_sha256'])[:19]}"
             summary = first

@@ -16,11 +16,15 @@ cut to the :class:`ChangeLimits`; None when there is none), ``diff_lines`` (its 
 length), ``new_text`` (the newest text of the edited region: the new side of every edit,
 the ``+`` lines of a patch, a write's content, a sed expression; cut to the limits),
 ``new_text_lines`` (its full length) and ``new_text_omitted`` (lines left out, to be
-read from the recorded call); for a shell command that writes files, ``command``.
+read from the recorded call); for a shell command that writes files, ``command``, and
+when it makes several writes, ``effects`` (one phrase each, ``"deleted x"``, ``"wrote
+t.js"``, which is also the summary).  A deletion says what it deleted (``delete a.txt,
+b.txt``) and carries no line counts.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from dataclasses import dataclass
@@ -30,6 +34,7 @@ from contextledger.memory.dialects import unified_diff_paths
 from contextledger.memory.extractors.actions import Action, resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
 from contextledger.memory.extractors.errorscan import find_error
+from contextledger.memory.extractors.shell_writes import MAX_DESCRIBED_PATHS, describe_writes
 from contextledger.memory.extractors.textutil import (
     body_ranges,
     byte_len,
@@ -39,22 +44,19 @@ from contextledger.memory.extractors.textutil import (
     split_lines,
     unwrap,
 )
+from contextledger.memory.extractors.write_failures import write_failed
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
 
 __all__ = ["ChangeLimits", "FileWriteExtractor", "bound_lines", "looks_like_patch", "overwrote_existing"]
 
-_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$")
+_PATCH_FILE = re.compile(r"^\*\*\* (Update File|Add File|Delete File|Move to): (.+?)\s*$")
+"""A file header of Codex's ``apply_patch`` grammar (codex-rs/apply-patch): ``*** Update
+File: P`` (optionally followed by ``*** Move to: Q``, which writes Q), ``*** Add File``,
+``*** Delete File``."""
 _SWE_EDIT = re.compile(r"^edit (\d+):(\d+)")
 _SWE_HEADER = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]$", re.M)
 _SED_SUB = re.compile(r"^s(.)((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1([gIip0-9]*)$")
 _OVERWROTE = re.compile(r"has been updated|has been overwritten|[Oo]verwrote|Successfully modified|Applied edit to")
-_REJECTED = (
-    "Your proposed edit has introduced new syntax error",
-    "No replacement was performed",
-    "String to replace not found",
-    "did not appear verbatim",
-    "Found 0 matches",
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +108,14 @@ def _unified(path: str, old: str, new: str) -> list[str]:
     return list(difflib.unified_diff(old.splitlines(), new.splitlines(), fromfile=f"a/{path}", tofile=f"b/{path}", lineterm="", n=1))
 
 
+def _stats_text(change: _Change) -> str:
+    """``" +3 -1"``; an unknown side is ``?``; nothing when both are unknown (a write
+    whose content the call does not carry)."""
+    if change.added is None and change.removed is None:
+        return ""
+    return f" +{change.added if change.added is not None else '?'} -{change.removed if change.removed is not None else '?'}"
+
+
 def _stats(diff: list[str]) -> tuple[int, int]:
     added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
     removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
@@ -122,6 +132,7 @@ class _Change:
     removed: int | None = None
     new_hash: str | None = None
     confidence: float = 1.0
+    effects: list[str] = dataclasses.field(default_factory=list)
 
 
 def _patch_change(action: Action, raw_args: str) -> _Change:
@@ -133,8 +144,10 @@ def _patch_change(action: Action, raw_args: str) -> _Change:
         m = _PATCH_FILE.match(line)
         if m:
             paths.append(normalise_path(m.group(2)))
-            deletes += m.group(1) == "Delete"
-    if not paths:
+            deletes += m.group(1) == "Delete File"
+    if action.sub == "shell" and action.paths:
+        paths = [normalise_path(p) for p in action.paths]  # resolved against the command's directory
+    elif not paths:
         paths = [normalise_path(p) for p in (*unified_diff_paths(patch), *action.paths)]
     diff = [ln for ln in lines if not ln.startswith(("*** Begin Patch", "*** End Patch"))]
     added, removed = _stats([ln for ln in diff if not ln.startswith("***")])
@@ -228,6 +241,9 @@ class FileWriteExtractor:
             change = _swe_edit_change(action, body.text)
         else:
             change = _edit_change(action, item.arguments or {})
+        if len(action.effects) > 1:
+            change.paths = [normalise_path(p) for p in action.paths]
+            change.effects = describe_writes(action.effects)
         extraction = self._extraction(item, body, change)
         if action.sub == "shell" and action.command:
             extraction.payload["command"] = action.command
@@ -236,7 +252,7 @@ class FileWriteExtractor:
     def _extraction(self, item: ToolInput, body: Any, change: _Change) -> Extraction:
         paths = [p for p in dict.fromkeys(change.paths) if p]
         main_path = paths[0] if paths else ""
-        rejected = item.is_error or any(marker in body.text[:2000] for marker in _REJECTED)
+        rejected = item.is_error or write_failed(item.result_text)
         err = find_error(split_lines(body.text)) if rejected else None
         diff, diff_omitted = bound_lines(change.diff, self.limits)
         new_text, new_omitted = bound_lines(change.new_text, self.limits) if not looks_like_patch(change.new_text) else ([], len(change.new_text))
@@ -254,13 +270,18 @@ class FileWriteExtractor:
             "new_text_lines": len(change.new_text),
             "new_text_omitted": new_omitted,
         }
-        stats = f"+{change.added if change.added is not None else '?'} -{change.removed if change.removed is not None else '?'}"
+        if change.effects:
+            payload["effects"] = change.effects
         where = main_path + (f" (+{len(paths) - 1} files)" if len(paths) > 1 else "")
         if rejected:
             first = body.text.strip().splitlines()[0] if body.text.strip() else "no output"
             summary = f"{change.operation} {where} rejected\n{err.error_line if err else cap(first)}"
+        elif change.effects:
+            summary = "; ".join(change.effects)
+        elif change.operation == "delete":
+            summary = "delete " + ", ".join(paths[:MAX_DESCRIBED_PATHS]) + (f" (+{len(paths) - MAX_DESCRIBED_PATHS} more)" if len(paths) > MAX_DESCRIBED_PATHS else "")
         else:
-            summary = f"{change.operation} {where} {stats}"
+            summary = f"{change.operation} {where}{_stats_text(change)}"
             if change.new_hash:
                 summary += f" · {change.new_hash[:19]}"
         prov_lines, prov_bytes = body_ranges(item.result_text, body)

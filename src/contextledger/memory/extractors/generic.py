@@ -1,7 +1,9 @@
 """The safe fallback for unknown tools: head and tail lines with byte counts.
 
 Never the whole payload once it exceeds :data:`HEAD_CHARS` + :data:`TAIL_CHARS`: the
-middle is replaced by ``"… 123,456 bytes omitted …"``.  On error the first error line and
+middle is replaced by ``"… 123,456 bytes omitted …"``.  Warnings of shell start-up files
+(:func:`~contextledger.memory.extractors.textutil.is_shell_noise`) never open the
+summary.  On error the first error line and
 its type are kept (seed 000 §4.1: failed tool state stays visible), and stack frames are
 folded into one ``[N stack frames omitted]`` line before head and tail are taken
 (:func:`~contextledger.memory.extractors.errorscan.fold_stack_frames`; seed 000 §4.5–4.6:
@@ -24,6 +26,7 @@ from contextledger.memory.extractors.textutil import (
     byte_len,
     cap,
     fmt_int,
+    is_shell_noise,
     split_lines,
     unwrap,
 )
@@ -113,6 +116,7 @@ class GenericExtractor:
             "stack_frames_folded": folded,
         }
         shown = [ln.strip() for ln in split_lines(head) if ln.strip()]
+        shown = [ln for ln in shown if not is_shell_noise(ln)] or shown  # a shell start-up warning is no summary
         summary_lines = [cap(shown[0]) if shown else "(empty result)"]
         if omitted:
             summary_lines.append(f"… {fmt_int(omitted)} bytes omitted …")

@@ -4,8 +4,8 @@
 registration order; the generic fallback is always tried last.  Whatever extractor wins,
 the result is normalised:
 
-* the summary has at most three lines, each at most :data:`SUMMARY_LINE_CHARS`
-  characters, and at most ``max_summary_tokens`` o200k tokens in total;
+* the summary has at most three lines, no two the same, each at most
+  :data:`SUMMARY_LINE_CHARS` characters, and at most ``max_summary_tokens`` o200k tokens in total;
 * a failed call (``is_error``) keeps its error type and key error line in the summary
   (seed 000 §4.1, seed 001 §4.4: retry-critical error state must not vanish);
 * an extractor that raises falls back to the generic extract (the failure is recorded in
@@ -15,10 +15,12 @@ the result is normalised:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from contextledger.memory.dialects import BUILTIN_TOOLS, ToolSpec, lookup_tool
+from contextledger.memory.extractors.actions import resolve_action
 from contextledger.memory.extractors.base import Extraction, Extractor, ToolInput
 from contextledger.memory.extractors.command import CommandExtractor
 from contextledger.memory.extractors.file_read import FileReadExtractor
@@ -26,10 +28,12 @@ from contextledger.memory.extractors.file_write import ChangeLimits, FileWriteEx
 from contextledger.memory.extractors.generated_file import GeneratedFileExtractor
 from contextledger.memory.extractors.generic import GenericExtractor
 from contextledger.memory.extractors.http_json import HttpJsonExtractor
+from contextledger.memory.extractors.plan import PlanExtractor
 from contextledger.memory.extractors.search import SearchExtractor
+from contextledger.memory.extractors.shell_writes import describe_writes
 from contextledger.memory.extractors.subagent_report import SubagentReportExtractor
 from contextledger.memory.extractors.test_run import TestRunExtractor
-from contextledger.memory.extractors.textutil import cap
+from contextledger.memory.extractors.textutil import cap, normalise_path
 from contextledger.tokens import get_tokenizer
 
 if TYPE_CHECKING:
@@ -42,6 +46,10 @@ __all__ = [
     "default_registry",
     "registry_for_policy",
 ]
+
+COMPLETE_OUTPUT = frozenset({"file_read", "search", "test_run"})
+"""Extractors that read a command's whole output (never a running command's)."""
+_RUNNING = re.compile(r"^Process running with session ID \d+\s*$", re.M)
 
 SUMMARY_LINE_CHARS = 240
 DEFAULT_MAX_SUMMARY_TOKENS = 160
@@ -73,8 +81,14 @@ class ExtractorRegistry:
         return tuple(e[2] for e in self._entries)
 
     def select(self, item: ToolInput) -> Extractor:
-        """The extractor that will handle ``item``."""
+        """The extractor that will handle ``item``.  A command still running (Codex's
+        ``Process running with session ID``) has shown part of its output at most: no
+        extractor that reads a whole output (:data:`COMPLETE_OUTPUT`: a file read, a
+        search, a test report) takes it — it is a running command."""
+        running = _RUNNING.search(item.result_text[:600]) is not None
         for _, _, extractor in self._entries:
+            if running and extractor.name in COMPLETE_OUTPUT:
+                continue
             if extractor.matches(item):
                 return extractor
         return self._fallback
@@ -95,7 +109,7 @@ class ExtractorRegistry:
             payload = dict(extraction.payload)
             payload["extractor_error"] = f"{extractor.name}: {type(exc).__name__}"
             extraction = dataclasses.replace(extraction, payload=payload)
-        return self._normalise(item, extraction)
+        return self._normalise(item, _with_effects(item, extraction))
 
     def _normalise(self, item: ToolInput, extraction: Extraction) -> Extraction:
         lines = [
@@ -103,6 +117,7 @@ class ExtractorRegistry:
             for line in extraction.summary.split("\n")
             if line.strip()
         ]
+        lines = list(dict.fromkeys(lines))  # a line said twice is said once
         if not lines:
             lines = ["(empty result)"]
         if item.is_error:
@@ -122,6 +137,27 @@ class ExtractorRegistry:
         return dataclasses.replace(extraction, summary=summary)
 
 
+_WRITE_EXTRACTS = frozenset({"file_write", "generated_file"})
+
+
+def _with_effects(item: ToolInput, extraction: Extraction) -> Extraction:
+    """A shell run that also writes files (``rm -f x && cat > t.js <<EOF … && node t.js``)
+    keeps its run's extract and gains ``payload["files_written"]`` (every path written
+    or deleted, command order) and ``payload["effects"]`` (:func:`~contextledger.memory.
+    extractors.shell_writes.describe_writes`), plus a ``files: …`` summary line in place
+    of its third line; a later write of one of those files is then linked to it."""
+    if extraction.kind in _WRITE_EXTRACTS:
+        return extraction
+    action = resolve_action(item)
+    if action.verb != "shell" or not action.effects:
+        return extraction
+    effects = describe_writes(action.effects)
+    payload = {**extraction.payload, "files_written": [normalise_path(p) for p in action.paths], "effects": effects}
+    lines = [line for line in extraction.summary.split("\n") if line.strip()][:2]
+    summary = "\n".join([*lines, "files: " + "; ".join(effects)])
+    return dataclasses.replace(extraction, payload=payload, summary=summary)
+
+
 def default_registry(
     *,
     schema_hints: Mapping[str, Sequence[str]] | None = None,
@@ -132,7 +168,8 @@ def default_registry(
     """The built-in extractors, most specific first.
 
     Order: subagent report (50), test run (40), generated file (35), file write (30),
-    file read (30), search (25), command (10), HTTP/JSON (5), then the generic fallback.
+    file read (30), search (25), plan (20), command (10), HTTP/JSON (5), then the generic
+    fallback.
 
     Args:
         schema_hints: tool name → fields the JSON extractor keeps verbatim
@@ -149,6 +186,7 @@ def default_registry(
     registry.register(FileWriteExtractor(change_limits), priority=30)
     registry.register(FileReadExtractor(), priority=30)
     registry.register(SearchExtractor(), priority=25)
+    registry.register(PlanExtractor(), priority=20)
     registry.register(CommandExtractor(), priority=10)
     registry.register(HttpJsonExtractor(schema_hints), priority=5)
     return registry

@@ -13,7 +13,17 @@ environment assignments and wrappers):
   descriptor) — a ``write`` of ``F`` with unknown content;
 * ``git apply`` / ``patch`` — a ``patch``; with a here-document body its files come from
   the diff's ``+++`` headers;
+* ``apply_patch '*** Begin Patch …'`` / ``apply_patch <<'EOF'`` (Codex through its shell)
+  — a ``patch`` of the files its ``*** Update File:`` / ``Add File`` / ``Delete File`` /
+  ``Move to`` headers name;
 * ``rm FILE…`` / ``git rm FILE…`` — a ``delete`` of each file.
+
+:func:`shell_effects` reports every write of a compound command (``rm -f x && cat > t.js
+<<EOF`` … ``&& node t.js`` deletes ``x`` and writes ``t.js``) and whether the command
+also *runs* something whose output is shown (a pipeline whose last stage is neither a
+write nor a quiet step such as ``mkdir`` / ``export``): such a command is a run with
+effects, not a write.  Paths are resolved against the directory each pipeline runs in
+(the call's ``workdir`` and ``cd`` steps, :mod:`~contextledger.memory.extractors.shell_words`).
 
 Detection is a pure function of the command text (quotes honoured by :mod:`shlex`); a
 command it cannot tokenise is not a write.
@@ -21,20 +31,22 @@ command it cannot tokenise is not a write.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-import shlex
 from dataclasses import dataclass
 
-from contextledger.memory.dialects import unified_diff_paths
+from contextledger.memory.dialects import begin_patch_paths, unified_diff_paths
+from contextledger.memory.extractors.shell_words import join_dir, pipelines, split_heredoc
 
-__all__ = ["ShellWrite", "shell_write"]
+__all__ = ["ShellEffects", "ShellWrite", "describe_writes", "shell_effects", "shell_write"]
 
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _WRAP = frozenset({"sudo", "time", "nice", "env", "command"})
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "|&", "(", ")"})
 _REDIRECTS = frozenset({">", ">>", ">|"})
 _SINKS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
+_QUIET = frozenset({"mkdir", "export", "set", "unset", "true", ":", "chmod", "chown", "umask", "shopt", "pushd", "popd", "sleep", "wait", "source", ".", "touch", "ln"})
+"""Programs that print nothing worth keeping when they succeed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,39 +66,6 @@ class ShellWrite:
     content: str | None = None
     expression: str | None = None
     append: bool = False
-
-
-def _split_heredoc(command: str) -> tuple[str, str | None]:
-    """``(command line without the here-document body, body)``."""
-    first, _, rest = command.partition("\n")
-    m = _HEREDOC.search(first)
-    if m is None:
-        return command, None
-    body: list[str] = []
-    for line in rest.split("\n"):
-        if line.strip() == m.group(2):
-            break
-        body.append(line)
-    return first[: m.start()] + first[m.end() :], "\n".join(body)
-
-
-def _tokens(line: str) -> list[str] | None:
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
-
-
-def _segments(tokens: list[str]) -> list[list[str]]:
-    out: list[list[str]] = [[]]
-    for t in tokens:
-        if t in _SEPARATORS:
-            out.append([])
-        else:
-            out[-1].append(t)
-    return [s for s in out if s]
 
 
 def _program(words: list[str]) -> list[str]:
@@ -135,6 +114,9 @@ def _segment_write(words: list[str], body: str | None) -> ShellWrite | None:
     if prog in ("rm", "unlink") or (prog == "git" and words[1:2] == ["rm"]):
         paths = _operands(words[1:] if prog == "git" else words)
         return ShellWrite(kind="delete", paths=paths) if paths else None
+    if prog in ("apply_patch", "applypatch"):
+        text = words[1] if len(words) > 1 else body
+        return ShellWrite(kind="patch", paths=tuple(begin_patch_paths(text)) if text else (), content=text)
     if (prog == "git" and words[1:2] == ["apply"]) or prog == "patch":
         paths = tuple(unified_diff_paths(body)) if body else ()
         return ShellWrite(kind="patch", paths=paths, content=body)
@@ -177,20 +159,75 @@ def _redirect_write(words: list[str], body: str | None) -> tuple[list[str], Shel
     return kept, ShellWrite(kind="write", paths=tuple(targets), content=content, append=append)
 
 
-def shell_write(command: str) -> ShellWrite | None:
-    """The file write ``command`` makes (rules in the module docstring), or ``None``.
+@dataclass(frozen=True, kw_only=True)
+class ShellEffects:
+    """What a shell command does to files, and whether it also shows output.
 
-    When several segments write, the first write found wins; its paths are those of
-    that segment."""
+    Attributes:
+        writes: every file write, in command order (paths resolved).
+        runs: some pipeline's output is shown (its last stage is neither a write, nor
+            redirected to a file, nor a quiet program).
+    """
+
+    writes: tuple[ShellWrite, ...]
+    runs: bool
+
+
+def _resolved(write: ShellWrite, cwd: str | None) -> ShellWrite:
+    paths = tuple(join_dir(cwd, p) for p in write.paths)
+    return write if paths == write.paths else dataclasses.replace(write, paths=paths)
+
+
+def shell_effects(command: str, cwd: str | None = None) -> ShellEffects | None:
+    """The file writes of ``command`` and whether it runs something visible (module
+    docstring); ``None`` when it cannot be tokenised or is a function call written as
+    markup (``<function=bash>…``).
+
+    Args:
+        command: the shell command line.
+        cwd: the directory the command runs in (Codex's ``workdir``), when known.
+    """
     if command.lstrip().startswith("<function="):
-        return None  # a function call written as markup (``<function=bash>…``), not a shell command
-    line, body = _split_heredoc(command.strip())
-    tokens = _tokens(line)
-    if tokens is None:
+        return None  # a function call written as markup, not a shell command
+    _, body = split_heredoc(command.strip())
+    found = pipelines(command, cwd)
+    if found is None:
         return None
-    for segment in _segments(tokens):
-        kept, redirected = _redirect_write(segment, body)
-        found = _segment_write(kept, body) or redirected
-        if found is not None:
-            return found
-    return None
+    writes: list[ShellWrite] = []
+    runs = False
+    for pipeline in found:
+        last_writes = False
+        for stage in pipeline.stages:
+            kept, redirected = _redirect_write(list(stage), body)
+            write = _segment_write(kept, body) or redirected
+            last_writes = write is not None
+            if write is not None:
+                writes.append(_resolved(write, pipeline.cwd))
+        last = _program(list(pipeline.stages[-1]))
+        if not last_writes and last and last[0].rsplit("/", 1)[-1] not in _QUIET:
+            runs = True
+    return ShellEffects(writes=tuple(writes), runs=runs)
+
+
+def shell_write(command: str, cwd: str | None = None) -> ShellWrite | None:
+    """The first file write ``command`` makes (:func:`shell_effects`), or ``None``."""
+    effects = shell_effects(command, cwd)
+    return effects.writes[0] if effects and effects.writes else None
+
+
+_VERBS = {"delete": "deleted", "edit": "edited", "patch": "patched"}
+MAX_DESCRIBED_PATHS = 5
+
+
+def describe_writes(writes: tuple[ShellWrite, ...]) -> list[str]:
+    """One phrase per write, in order: ``"deleted a.txt, b.txt"``, ``"wrote t.js"``,
+    ``"appended to log.txt"``, ``"edited x.py"``, ``"patched a.py"`` (at most five paths a
+    phrase, then ``"(+N more)"``; a patch with no file list is ``"patched (files not
+    named)"``)."""
+    out: list[str] = []
+    for w in writes:
+        verb = _VERBS.get(w.kind) or ("appended to" if w.append else "wrote")
+        shown = ", ".join(w.paths[:MAX_DESCRIBED_PATHS]) or "(files not named)"
+        more = f" (+{len(w.paths) - MAX_DESCRIBED_PATHS} more)" if len(w.paths) > MAX_DESCRIBED_PATHS else ""
+        out.append(f"{verb} {shown}{more}")
+    return out

@@ -23,6 +23,7 @@ __all__ = [
     "fmt_int",
     "generic_exit_code",
     "head_tail",
+    "is_shell_noise",
     "line_of_offset",
     "looks_like_file",
     "nonempty",
@@ -174,6 +175,22 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+_SHELL_NOISE = re.compile(
+    r"^(?:\S*/)?(?:shellenv\.sh|\.?bashrc|bash\.bashrc|\.bash_profile|\.bash_login|\.?profile"
+    r"|\.zshrc|\.zshenv|\.zprofile|\.zlogin|profile\.d/[^:\s]+)(?::\d+)?: (?:line \d+: )?"
+)
+"""A message of a shell start-up file (its path, then ``line N:``)."""
+
+
+def is_shell_noise(line: str) -> bool:
+    """A warning printed by a shell start-up file, not by the command
+    (``/opt/homebrew/…/shellenv.sh: line 18: /bin/ps: Operation not permitted``,
+    ``/home/u/.bashrc: line 3: nvm: command not found``, ``/etc/profile.d/x.sh: …``): never
+    a result's summary.  A script the command runs (``./run.sh: line 4: …``) is not
+    start-up noise."""
+    return bool(_SHELL_NOISE.match(line.strip()))
 
 
 def nonempty(lines: list[str]) -> list[str]:

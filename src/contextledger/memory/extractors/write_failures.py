@@ -1,0 +1,76 @@
+"""The failure texts of file write, edit and read tools (seed 000 §4.5: only an applied
+write changes a file; only a successful result is a read).
+
+Claude Code's ``<tool_use_error>``, ``Error: …`` / ``ERROR: …`` / ``Failed to edit …`` /
+``apply_patch verification failed: …`` leads on the result's first non-empty line, and
+the rejection phrases of :data:`REJECTED` (``No replacement was performed``, ``String to
+replace not found`` …) near its start.  :mod:`contextledger.memory.write_status` decides
+a call's status with them; the write extractor marks the write not applied.  A read's
+failure (:func:`read_failed`) is its program's own error line (``cat: x: No such file or
+directory``) or a read tool's ``Error: …`` — never a read of the file.
+"""
+
+from __future__ import annotations
+
+import re
+
+from contextledger.memory.extractors.textutil import unwrap
+
+__all__ = ["FAILURE_LEAD", "HEAD_CHARS", "REJECTED", "read_failed", "write_failed"]
+
+REJECTED: tuple[str, ...] = (
+    "Your proposed edit has introduced new syntax error",
+    "No replacement was performed",
+    "String to replace not found",
+    "did not appear verbatim",
+    "Found 0 matches",
+    "<tool_use_error>",
+)
+"""Phrases of an edit tool's rejection, wherever they are in the result's first
+:data:`HEAD_CHARS` characters."""
+
+HEAD_CHARS = 2000
+FAILURE_LEAD = re.compile(
+    r"(?:error|errno|fatal|failed|failure|exception)\b"
+    r"|(?:cannot|can't|could not|couldn't|unable to|failed to)\s"
+    r"|(?:permission denied|no such file|file not found|file does not exist|path does not exist)\b"
+    r"|invalid\b|no changes (?:were )?made\b|no match(?:es)? found\b"
+    r"|(?<![\w.-])[\w.-]+(?: verification)? failed\b",
+    re.I,
+)
+"""How a failure text starts (the first non-empty line)."""
+
+
+def write_failed(text: str) -> bool:
+    """Whether the result ``text`` of a write / edit call is the tool's own failure text
+    (module docstring): its first :data:`HEAD_CHARS` characters once the runtime's
+    banners are removed.  Linear in the text's size."""
+    head = unwrap(text).text.lstrip()[:HEAD_CHARS]
+    if any(marker in head for marker in REJECTED):
+        return True
+    first = head.split("\n", 1)[0].strip().lstrip("[(").strip()
+    return bool(first) and FAILURE_LEAD.match(first) is not None
+
+
+_READ_LEAD = re.compile(
+    r"(?:error|failed|failure)\s*[:!]|<tool_use_error>|errno\b"
+    r"|(?:file not found|no such file|path does not exist|file does not exist|cannot (?:open|read|access)"
+    r"|could not (?:open|read|find)|unable to (?:open|read)|permission denied|is a directory)\b",
+    re.I,
+)
+"""How a read tool's failure text starts (``Error: file not found``): a colon after the
+word, so a file whose first line is "Error handling" is still read."""
+_PROGRAM_ERROR = re.compile(r"(?<![\w.+-])[\w.+-]+: (?:[^\n]*?: )?(?:No such file or directory|cannot open|can't open|can't read|Is a directory|Permission denied|cannot access)")
+"""A shell reader's own error line (``cat: x: No such file or directory``, ``sed: can't
+read x: …``, ``head: cannot open 'x' for reading: …``)."""
+
+
+def read_failed(text: str, *, shell: bool) -> bool:
+    """Whether the result ``text`` of a file read is a failure, not the file: its first
+    non-empty line (runtime banners removed) is the reader program's error line
+    (``shell``) or a read tool's failure text.  Linear in the text's size."""
+    head = unwrap(text).text.lstrip()[:HEAD_CHARS]
+    first = head.split("\n", 1)[0].strip()
+    if not first:
+        return False
+    return (_PROGRAM_ERROR.match(first) if shell else _READ_LEAD.match(first.lstrip("[("))) is not None
