@@ -19,6 +19,9 @@ __all__ = [
     "ProviderSerializationError",
     "ScopeError",
     "StoredDataError",
+    "database_error_cause",
+    "describe_os_error",
+    "os_error_cause",
 ]
 
 
@@ -112,3 +115,61 @@ class PolicyFileError(PolicyError, InputError):
 
 class ProviderSerializationError(ContextLedgerError):
     """A provider serializer met content it cannot express (it never drops silently)."""
+
+
+_OS_CAUSES = {
+    "ENOSPC": "disk full",
+    "EDQUOT": "disk quota exceeded",
+    "EROFS": "read-only file system",
+    "EACCES": "permission denied",
+    "EPERM": "operation not permitted",
+    "ELOOP": "symlink loop",
+    "ENOENT": "no such file or directory",
+    "ENOTDIR": "not a directory",
+    "EISDIR": "is a directory",
+    "EIO": "I/O error",
+    "EMFILE": "too many open files",
+}
+
+_SQLITE_CAUSES = {
+    "SQLITE_FULL": "disk full",
+    "SQLITE_READONLY": "read-only ledger",
+    "SQLITE_PERM": "permission denied",
+    "SQLITE_IOERR": "I/O error",
+    "SQLITE_CANTOPEN": "cannot open the database file",
+    "SQLITE_CORRUPT": "the database file is corrupt",
+    "SQLITE_NOTADB": "not a database file",
+    "SQLITE_BUSY": "the database is locked by another process",
+}
+
+
+def os_error_cause(exc: OSError) -> str:
+    """The cause of an OS error in a few plain words (``"disk full"``, ``"read-only file
+    system"``, ``"permission denied"``, ``"symlink loop"`` …), else its ``strerror``."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    return _OS_CAUSES.get(name) or (exc.strerror or type(exc).__name__).strip()
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an OS error: its cause, the system's own words when they differ, and
+    the file (``"disk full (No space left on device): /ledger/blobs/ab/cd"``)."""
+    cause = os_error_cause(exc)
+    own = (exc.strerror or "").strip()
+    text = f"{cause} ({own})" if own and own.lower() != cause.lower() else cause
+    if exc.filename is not None:
+        text += f": {exc.filename}"
+    if getattr(exc, "filename2", None) is not None:
+        text += f" -> {exc.filename2}"
+    return text
+
+
+def database_error_cause(exc: BaseException) -> str | None:
+    """The cause of a database driver error (SQLite's result code, e.g. ``SQLITE_FULL`` →
+    ``"disk full"``; ``SQLITE_READONLY_*`` → ``"read-only ledger"``), or ``None`` when the
+    driver does not name one."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    base = name.split("_", 2)
+    key = "_".join(base[:2]) if len(base) >= 2 else name
+    return _SQLITE_CAUSES.get(key)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.decisions import REASON_TEXT as _REASON_TEXT
 from contextledger.errors import ContextLedgerError, NotFoundError
-from contextledger.handles import parse_handle, resolve_ref
+from contextledger.handles import parse_handle, record_handle, resolve_ref
 from contextledger.inspector.resolve import SOURCES, assembly_decisions
 from contextledger.inspector.whynot import WhyNotHit, why_not
 from contextledger.store.base import Scope
@@ -21,15 +21,20 @@ if TYPE_CHECKING:
     from contextledger.runtime import HasRuntime
     from contextledger.store.sql import SqlStore
 
-__all__ = ["explain_assembly", "render_explanation", "render_retrieval", "render_why_not", "retrieval_explanation", "why_not"]
+__all__ = ["explain_assembly", "render_explanation", "render_proxy", "render_retrieval", "render_why_not", "retrieval_explanation", "why_not"]
 
 
 def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, record_id: str | None = None) -> dict[str, Any]:
     """A JSON-ready explanation of ``assembly_id``.
 
-    Returns ``{"assembly_id", "policy_version", "assembler_version", "summary":
+    Returns ``{"assembly_id", "policy_version", "assembler_version", "epoch"
+    (:func:`epoch_explanation`), "summary":
     {reason: count}, "branch_excluded", "selected": [...], "retrieval"
-    (:func:`retrieval_explanation`), "decision_source",
+    (:func:`retrieval_explanation`), "cost" and "conversation_cost" (:mod:`.inspector.cost_view`),
+    "upstream_usage" (what the provider reported for the request the proxy sent: input,
+    cache read, cache write and output tokens, or ``None``), "proxy" (``{"mode": "shadow", "client_request_tokens",
+    "assembled_request_tokens", …}`` when the proxy sent the client's request instead,
+    else ``None``), "decision_source",
     "decisions": [{record_id, kind, decision, reason, family, shape, bucket, detail,
     notes}], "records": {record_id: [trace entry, ...]}}``; with ``record_id`` only that
     record's ``decision``, trace entries (``decisions``) and ``recalled`` (its
@@ -66,35 +71,47 @@ def explain_assembly(source: HasRuntime, scope: Scope, assembly_id: str, *, reco
         "assembler_version": record.assembler_version,
         "budget_tokens": record.budget_tokens,
         "replay_tokens": record.replay_tokens,
+        "replay_mode": record.replay_mode,
         "assembled_tokens": record.assembled_tokens,
         "summary": dict(record.omitted),
         "branch_excluded": record.branch_excluded,
         "buckets": record.buckets,
         "selected": list(record.selected_refs),
         "trace_kept": record.trace is not None,
+        "epoch": epoch_explanation(record.epoch),
         "decision_source": ds.source,
         "decision_source_text": SOURCES[ds.source],
+        "upstream_usage": record.upstream_usage,
+        "proxy": record.proxy,
     }
     out["retrieval"] = retrieval_explanation(record.retrieval)
+    out |= {"cost": record.cost, "conversation_cost": _conversation_cost(store, scope, record.conversation_id)}
     final = ds.by_id()
     if record_id is not None:
-        handle = parse_handle(record_id)
-        if handle is not None:
-            record_id = resolve_ref(store, scope, record.conversation_id, record_id)
-            out["handle"] = str(handle)
-        if record_id not in record.selected_refs and record_id not in by_record and not record_exists(store, scope, record.conversation_id, record_id):
-            raise NotFoundError("record", record_id)
-        out["record_id"] = record_id
-        out["selected_in_payload"] = record_id in record.selected_refs
-        out["decisions"] = by_record.get(record_id, [])
-        retained = retention_note(store, scope, record_id)
-        if retained is not None:
-            out["retention"] = retained
-        out["decision"] = final[record_id].as_dict() if record_id in final else None
-        out["recalled"] = next((h for h in (out["retrieval"] or {}).get("hits", []) if h["record_id"] == record_id), None)
+        out |= _one_record(store, scope, record, record_id, by_record, final, out["retrieval"])
     else:
         out["decisions"] = [d.as_dict() for d in ds.records]
         out["records"] = dict(sorted(by_record.items()))
+    return out
+
+
+def _one_record(store: SqlStore, scope: Scope, record: Any, record_id: str, by_record: dict[str, list[dict[str, Any]]], final: dict[str, Any], retrieval: dict[str, Any] | None) -> dict[str, Any]:
+    """:func:`explain_assembly`'s answer for one record (an id or a payload handle)."""
+    out: dict[str, Any] = {}
+    handle = parse_handle(record_id)
+    if handle is not None:
+        record_id = resolve_ref(store, scope, record.conversation_id, record_id)
+        out["handle"] = str(handle)
+    if record_id not in record.selected_refs and record_id not in by_record and not record_exists(store, scope, record.conversation_id, record_id):
+        raise NotFoundError("record", record_id)
+    out["record_id"] = record_id
+    out["selected_in_payload"] = record_id in record.selected_refs
+    out["decisions"] = by_record.get(record_id, [])
+    retained = retention_note(store, scope, record_id)
+    if retained is not None:
+        out["retention"] = retained
+    out["decision"] = final[record_id].as_dict() if record_id in final else None
+    out["recalled"] = next((h for h in (retrieval or {}).get("hits", []) if h["record_id"] == record_id), None)
     return out
 
 
@@ -117,7 +134,7 @@ def render_retrieval(r: dict[str, Any] | None) -> list[str]:
     lines.append(f"  recalled {len(hits)} older memor{'y' if len(hits) == 1 else 'ies'}" + (":" if hits else ""))
     for h in hits:
         ranks = ", ".join(f"{k} #{v}" for k, v in h["ranks"].items())
-        lines.append(f"    {h['record_id']}  fused {h['fused_score']:.6f}  {ranks}  {'sent' if h.get('sent') else 'not sent'}")
+        lines.append(f"    {(h.get('handle') or '') + '  ' if h.get('handle') else ''}{h['record_id']}  fused {h['fused_score']:.6f}  {ranks}  {'sent' if h.get('sent') else 'not sent'}")
     return lines
 
 
@@ -161,12 +178,47 @@ def record_exists(store: SqlStore, scope: Scope, conversation_id: str, record_id
 
 
 
+def epoch_explanation(epoch: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Why the request's prefix is what it is (:mod:`contextledger.assembly.epoch`):
+    ``{"number", "first", "reason", "extends", "reused_messages"}``, ``None`` for an
+    assembly made without epoch state."""
+    if not epoch:
+        return None
+    return {k: epoch.get(k) for k in ("number", "first", "reason", "extends", "reused_messages")}
+
+
+def _conversation_cost(store: SqlStore, scope: Scope, conversation_id: str) -> dict[str, Any]:
+    from contextledger.inspector.cost_view import conversation_cost
+    from contextledger.inspector.views import assemblies_of
+
+    return conversation_cost(assemblies_of(store, scope, conversation_id))
+
+
+def _replay_words(expl: dict[str, Any]) -> str:
+    """How the replay figure was measured (``replay`` or ``replay (estimated)``)."""
+    return "replay (estimated)" if expl.get("replay_mode") == "estimate" else "replay"
+
+
 def render_explanation(expl: dict[str, Any]) -> str:
     """Human-readable lines for :func:`explain_assembly` output."""
     lines = [
         f"assembly {expl['assembly_id']} — policy {expl['policy_version']}, {expl['assembler_version']}",
-        f"provider {expl['provider']}, budget {expl['budget_tokens']:,} tokens: replay {expl['replay_tokens']:,} → assembled {expl['assembled_tokens']:,}",
+        f"provider {expl['provider']}, budget {expl['budget_tokens']:,} tokens: {_replay_words(expl)} {expl['replay_tokens']:,} → assembled {expl['assembled_tokens']:,}"
+        " (both with system prompt and tool declarations)",
     ]
+    if "cost" in expl:
+        from contextledger.inspector.cost_view import cost_words
+
+        lines.append(cost_words(expl["cost"]))
+        total = expl.get("conversation_cost") or {}
+        if total.get("requests"):
+            ratio = f", {total['ratio']:.2f}× replay" if total.get("ratio") is not None else ""
+            lines.append(f"conversation: {total['requests']} requests, ${total['assembled']['usd']:.6f} assembled vs ${total['replay']['usd']:.6f} replay{ratio}")
+    lines += render_proxy(expl)
+    ep = expl.get("epoch")
+    if ep:
+        where = "its first request" if ep["first"] else f"extends {ep['extends']} ({ep['reused_messages']:,} items reused byte for byte)"
+        lines.append(f"epoch {ep['number']}, {where} — why the prefix changed here (or did not): {ep['reason']}")
     if expl.get("summary"):
         lines.append("omitted or reshaped, by reason:")
         for reason, n in sorted(expl["summary"].items(), key=lambda kv: (-kv[1], kv[0])):
@@ -176,7 +228,7 @@ def render_explanation(expl: dict[str, Any]) -> str:
     if "record_id" not in expl:
         lines += render_retrieval(expl.get("retrieval"))
     if "record_id" in expl:
-        lines.append(f"record {expl['record_id']}: {'in the payload' if expl['selected_in_payload'] else 'not in the payload'}")
+        lines.append(f"record {expl['handle'] + ' ' if expl.get('handle') else ''}{expl['record_id']}: {'in the payload' if expl['selected_in_payload'] else 'not in the payload'}")
         if expl.get("retention"):
             lines.append(f"  {expl['retention']}")
         for d in expl["decisions"]:
@@ -192,6 +244,23 @@ def render_explanation(expl: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_proxy(expl: dict[str, Any]) -> list[str]:
+    """Text lines of an explanation's shadow mark and upstream usage (empty without)."""
+    lines: list[str] = []
+    mark = expl.get("proxy")
+    if mark and mark.get("mode") == "shadow":
+        client, assembled = int(mark["client_request_tokens"]), int(mark["assembled_request_tokens"])
+        change = f" ({(assembled - client) / client:+.0%})" if client else ""
+        lines.append(f"shadow mode: the client's own request was forwarded ({client:,} tokens); this assembly was not — it would have sent {assembled:,}{change}")
+    if mark and mark.get("upstream_error"):
+        lines.append(f"upstream: {mark['upstream_error']}; nothing reached the provider")
+    usage = expl.get("upstream_usage")
+    if usage:
+        lines.append(f"upstream usage: input {usage['input_tokens']:,} tokens (cache read {usage['cached_read_tokens']:,}, "
+                     f"cache write {usage['cache_write_tokens']:,}), output {usage['output_tokens']:,}")
+    return lines
+
+
 def render_why_not(query: str, hits: list[WhyNotHit]) -> str:
     """Human-readable lines for :func:`why_not` hits (one line per record)."""
     if not hits:
@@ -199,6 +268,7 @@ def render_why_not(query: str, hits: list[WhyNotHit]) -> str:
     lines = [f"{len(hits)} record{'s' if len(hits) != 1 else ''} match {query!r}:"]
     for h in hits:
         why = _REASON_TEXT.get(h.reason, h.detail or h.reason)
-        lines.append(f"  {h.record_id}  {h.kind:8s} {h.decision:12s} {h.reason}: {why}")
+        handle = record_handle(h.kind, h.seq)
+        lines.append(f"  {handle + '  ' if handle else ''}{h.record_id}  {h.kind:8s} {h.decision:12s} {h.reason}: {why}")
         lines.append(f"      {h.excerpt}")
     return "\n".join(lines)

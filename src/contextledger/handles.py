@@ -36,6 +36,7 @@ __all__ = [
     "artifact_handle",
     "memory_handle",
     "parse_handle",
+    "record_handle",
     "resolve_artifact_ref",
     "resolve_ref",
 ]
@@ -80,6 +81,16 @@ def memory_handle(memory: HasSeq) -> str:
 def artifact_handle(artifact: HasSeq) -> str:
     """``"a<seq>"``: the handle a payload shows for a tool artifact."""
     return f"{ARTIFACT_PREFIX}{artifact.seq}"
+
+
+def record_handle(kind: str, seq: int | None) -> str:
+    """The name a payload gives a record of ``kind`` at ``seq``: ``m12`` (memory),
+    ``a12`` (artifact), ``message 12`` (a message: the cut marker's ``(message 12)``);
+    ``""`` for another kind or an unknown ``seq``.  For ``explain``, ``search`` and the
+    inspector, shown next to the full id."""
+    if seq is None:
+        return ""
+    return {"memory": f"{MEMORY_PREFIX}{seq}", "artifact": f"{ARTIFACT_PREFIX}{seq}", "message": f"message {seq}"}.get(kind, "")
 
 
 def parse_handle(text: str) -> Handle | None:

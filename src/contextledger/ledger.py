@@ -157,8 +157,13 @@ class Ledger:
         scope: Scope | None = None,
         persist: bool = True,
         replay: str = "auto",
+        replaces: str | None = None,
     ) -> AssemblyResult:
         """Assemble the context of the next model request and record it.
+
+        Between two persisted requests of one conversation the request extends the
+        previous one byte for byte while the new records fit (policy ``[epoch]``;
+        :mod:`contextledger.assembly.epoch`); ``record.epoch`` says why it did or did not.
 
         Args:
             budget_tokens: token budget (o200k tokens, payload overhead included);
@@ -171,6 +176,8 @@ class Ledger:
                 ``"estimate"`` sums the stored per-record counts (constant work),
                 ``"auto"`` (default) is exact up to 1,000 lineage messages and an
                 estimate beyond; ``record.replay_mode`` says which.
+            replaces: the id of an assembly of this same request that was not sent
+                (made again, e.g. with a smaller budget): never the epoch state.
 
         Raises:
             NotFoundError: unknown conversation, branch or participant.
@@ -190,6 +197,7 @@ class Ledger:
             runtime_kind=runtime_kind,
             persist=persist,
             replay=replay,
+            replaces=replaces,
         )
 
     def compact(self, conversation_id: str, *, branch_id: str | None = None, keep_recent_units: int = 6, now: datetime | None = None, scope: Scope | None = None) -> Compaction:

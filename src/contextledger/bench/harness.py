@@ -121,10 +121,14 @@ class Row:
     validity_errors: list[str] = field(default_factory=list)
     replay_estimated: bool = False
     error: str | None = None
+    selected_refs: tuple[str, ...] = ()
+    """contextledger rows: the graph refs the assembly selected (not in the report)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (lists of probes capped at 20 entries, errors at 5)."""
+        """JSON-ready dict (lists of probes capped at 20 entries, errors at 5; without
+        ``selected_refs``)."""
         d = asdict(self)
+        del d["selected_refs"]
         d["missing"] = d["missing"][:20]
         d["leaked"] = d["leaked"][:20]
         d["validity_errors"] = d["validity_errors"][:5]
@@ -197,7 +201,9 @@ def run_contextledger(inp: CaseInput) -> tuple[Row, int]:
     t0 = time.perf_counter()
     res = inp.ledger.assemble(inp.conversation_id, replay="estimate", **kw)
     ms = (time.perf_counter() - t0) * 1000
-    return _row(inp, CONTEXTLEDGER, res.payload, res.record.assembled_tokens, replay_tokens, ms), replay_tokens
+    row = _row(inp, CONTEXTLEDGER, res.payload, res.record.assembled_tokens, replay_tokens, ms)
+    row.selected_refs = tuple(res.record.selected_refs)
+    return row, replay_tokens
 
 
 def run_peer(inp: CaseInput, strategy: Strategy, replay: NeutralRequest, replay_tokens: int) -> Row:

@@ -30,9 +30,38 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["ProxyLoadReport", "run_proxy_load"]
+__all__ = ["Passthroughs", "ProxyLoadReport", "passthrough_failure", "run_proxy_latency", "run_proxy_load"]
+
+PASSTHROUGH_HEADER = "x-contextledger-passthrough"
+ASSEMBLY_HEADER = "x-contextledger-assembly-id"
 
 TOOLS = [{"type": "function", "function": {"name": "run", "description": "Run a shell command.", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
+
+
+@dataclass(kw_only=True)
+class Passthroughs:
+    """The proxied requests of a measured set that were not assembled: answered with
+    ``x-contextledger-passthrough`` (forwarded as the client sent them) or without an
+    ``x-contextledger-assembly-id``.  ``reasons``: the first few, as the header gives them."""
+
+    requests: int = 0
+    count: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+    def note(self, headers: Any) -> None:
+        """Count one proxied response by its ``headers`` (a case-insensitive mapping)."""
+        self.requests += 1
+        reason = headers.get(PASSTHROUGH_HEADER)
+        if reason is None and headers.get(ASSEMBLY_HEADER) is None:
+            reason = f"no {ASSEMBLY_HEADER} header"
+        if reason is not None:
+            self.count += 1
+            if len(self.reasons) < 3:
+                self.reasons.append(reason)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"requests": self.requests, "passthroughs": self.count, "reasons": list(self.reasons)}
 
 
 @dataclass(kw_only=True)
@@ -55,6 +84,7 @@ class ProxyLoadReport:
     artifacts: int
     expected: dict[str, int]
     lost_or_duplicated: int
+    passthroughs: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -121,7 +151,7 @@ def _quantiles(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(pick(0.5), 2), "p99_ms": round(pick(0.99), 2), "mean_ms": round(statistics.fmean(ordered), 2)}
 
 
-async def _agent(client: Any, url: str, agent: int, turns: int, run: str, latencies: list[float]) -> None:
+async def _agent(client: Any, url: str, agent: int, turns: int, run: str, latencies: list[float], tally: Passthroughs | None) -> None:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a build agent."},
         {"role": "user", "content": f"[{run}] agent {agent}: keep the build green. Never force-push."},
@@ -135,20 +165,22 @@ async def _agent(client: Any, url: str, agent: int, turns: int, run: str, latenc
             response = await client.post(url, json=body, headers={"authorization": "Bearer sk-bench"})
             latencies.append((time.perf_counter() - started) * 1000)
             response.raise_for_status()
+            if tally is not None:
+                tally.note(response.headers)
             message = response.json()["choices"][0]["message"]
             messages.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
             for call in message.get("tool_calls") or []:
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": f"step {turn} of agent {agent}: ok\n" + "build log line\n" * 20})
 
 
-async def _drive(url: str, agents: int, turns: int, run: str) -> tuple[list[float], float]:
+async def _drive(url: str, agents: int, turns: int, run: str, tally: Passthroughs | None = None) -> tuple[list[float], float]:
     import httpx
 
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=agents, max_keepalive_connections=agents)
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         started = time.perf_counter()
-        await asyncio.gather(*(_agent(client, url, a, turns, run, latencies) for a in range(agents)))
+        await asyncio.gather(*(_agent(client, url, a, turns, run, latencies, tally) for a in range(agents)))
         elapsed = time.perf_counter() - started
     return latencies, elapsed
 
@@ -188,7 +220,8 @@ def run_proxy_load(*, pg_admin_url: str, workers: int = 4, agents: int = 32, tur
                       "--workers", str(workers), "--openai-upstream", f"http://127.0.0.1:{up_port}/v1"]
         with _process(serve_args, f"http://127.0.0.1:{proxy_port}/healthz"):
             before = httpx.get(f"http://127.0.0.1:{up_port}/stats").json()
-            proxied, proxied_s = asyncio.run(_drive(f"http://127.0.0.1:{proxy_port}/v1/chat/completions", agents, turns, run))
+            tally = Passthroughs()
+            proxied, proxied_s = asyncio.run(_drive(f"http://127.0.0.1:{proxy_port}/v1/chat/completions", agents, turns, run, tally))
             after = httpx.get(f"http://127.0.0.1:{up_port}/stats").json()
         counts = _ledger_counts(db_url, run)
     requests = agents * turns * 2
@@ -203,12 +236,15 @@ def run_proxy_load(*, pg_admin_url: str, workers: int = 4, agents: int = 32, tur
         upstream_requests=int(after["requests"]) - int(before["requests"]), upstream_invalid=int(after["invalid"]) - int(before["invalid"]),
         expected=expected, lost_or_duplicated=sum(abs(got[k] - expected[k]) for k in expected),
         conversations=got["conversations"], messages=got["messages"], tool_calls=got["tool_calls"], artifacts=got["artifacts"],
+        passthroughs=tally.as_dict(),
     )
 
 
-async def _sequential(url: str, turns: int, *, headers: dict[str, str], delta: bool, tag: str) -> tuple[list[float], dict[str, list[float]]]:
+async def _sequential(
+    url: str, turns: int, *, headers: dict[str, str], delta: bool, tag: str, tally: Passthroughs | None = None
+) -> tuple[list[float], dict[str, list[float]]]:
     """One agent, one request at a time: per-request latency (ms) and the service's
-    ``Server-Timing`` parts when present."""
+    ``Server-Timing`` parts when present; proxied responses counted in ``tally``."""
     import httpx
 
     latencies: list[float] = []
@@ -223,6 +259,8 @@ async def _sequential(url: str, turns: int, *, headers: dict[str, str], delta: b
                 response = await client.post(url, json={"model": "gpt-4o", "messages": messages, "tools": TOOLS}, headers={"authorization": "Bearer sk-bench", **headers})
                 latencies.append((time.perf_counter() - started) * 1000)
                 response.raise_for_status()
+                if tally is not None:
+                    tally.note(response.headers)
                 for item in filter(None, response.headers.get("server-timing", "").split(",")):
                     name, _, dur = item.strip().partition(";dur=")
                     parts.setdefault(name, []).append(float(dur))
@@ -241,7 +279,8 @@ def run_proxy_latency(*, sizes: tuple[int, ...] = (0, 10_000), turns: int = 20) 
     """The latency one sequential agent sees, straight to the scripted upstream and
     through one service worker (SQLite), in a fresh conversation (``0``: the client sends
     its whole history) and in a conversation already holding ``n`` recorded artifacts
-    (the client names it and sends only new messages)."""
+    (the client names it and sends only new messages).  Each row's ``passthroughs``
+    counts the measured requests that were not assembled (:class:`Passthroughs`)."""
     from contextledger.bench.scale import build_history
     from contextledger.ledger import Ledger
 
@@ -261,13 +300,31 @@ def run_proxy_latency(*, sizes: tuple[int, ...] = (0, 10_000), turns: int = 20) 
                 with _process(serve_args, f"http://127.0.0.1:{port}/healthz"):
                     url = f"http://127.0.0.1:{port}/v1/chat/completions"
                     asyncio.run(_sequential(url, 2, headers=headers, delta=bool(conv_id), tag="warm-up"))
-                    proxied, parts = asyncio.run(_sequential(url, turns, headers=headers, delta=bool(conv_id), tag="measured"))
+                    tally = Passthroughs()
+                    proxied, parts = asyncio.run(_sequential(url, turns, headers=headers, delta=bool(conv_id), tag="measured", tally=tally))
             d, p = _quantiles(direct), _quantiles(proxied)
             rows.append({"recorded_artifacts": n, "requests": len(proxied), "direct": d, "proxied": p,
                          "added_ms": {"p50": round(p["p50_ms"] - d["p50_ms"], 2), "p99": round(p["p99_ms"] - d["p99_ms"], 2)},
-                         "ratio_p50": round(p["p50_ms"] / d["p50_ms"], 2),
+                         "ratio_p50": round(p["p50_ms"] / d["p50_ms"], 2), "passthroughs": tally.as_dict(),
                          "server_timing_p50_ms": {k: round(statistics.median(v), 2) for k, v in parts.items()}})
     return rows
+
+
+def passthrough_failure(report: dict[str, Any]) -> str | None:
+    """One line naming the passthroughs of ``report``'s measured sets (the load run's
+    ``passthroughs`` and each ``sequential`` row's), or ``None`` when every measured
+    request was assembled — latency figures that mix in forwarded requests measure less
+    than the proxy's work."""
+    sets = [("load run", report.get("passthroughs") or {})]
+    sets += [(f"sequential at {row['recorded_artifacts']:,} artifacts", row.get("passthroughs") or {}) for row in report.get("sequential", [])]
+    total = sum(int(s.get("requests", 0)) for _, s in sets)
+    bad = [(name, s) for name, s in sets if int(s.get("passthroughs", 0))]
+    if not bad:
+        return None
+    count = sum(int(s["passthroughs"]) for _, s in bad)
+    where = "; ".join(f"{name}: {s['passthroughs']} of {s['requests']}" for name, s in bad)
+    first = next((r for _, s in bad for r in s.get("reasons", [])), "")
+    return f"{count} of {total:,} measured proxied requests were not assembled ({where}); first reason: {first}"
 
 
 def main() -> None:  # pragma: no cover - manual entry

@@ -8,12 +8,15 @@ derived mechanically from the recorded graph, identically for every strategy
 
 * **unresolved calls** — every tool call still pending / awaiting approval: its call id
   must be visible (any provider-safe spelling counts);
-* **latest failure** — the newest failed tool result: its error line (the last line that
+* **latest failure** — the newest failed tool result, unless a later run of the same test
+  or command superseded it (it passed since): its error line (the last line that
   mentions an error, exception, traceback, "fatal", "denied", "not found" or a non-zero
   exit; else the last line mentioning a failure; else the last non-empty line; first 100
   characters) must be visible;
-* **user constraints** — every sentence of a user-authored chat message (a scaffold's
-  demonstration, SWE-agent ``is_demo``, is not user-authored) that opens with
+* **user constraints** — every sentence of the user's own prose in a user-authored chat
+  message (a scaffold's demonstration, SWE-agent ``is_demo``, is not user-authored; nor
+  is pasted, quoted or client-injected text:
+  :func:`~contextledger.policy.constraint_text.prose_sentences`) that opens with
   "do not", "don't" or "never" (after an optional "please"/"and"/"but"/"also") or
   contains "must" (first 120 characters) must be visible — "I don't remember my id" is
   not a constraint, "Don't touch the API" is; lines that look like code or numbered
@@ -44,10 +47,12 @@ from pathlib import Path
 from contextledger.bench.harness import DEFAULT_PROVIDERS, CaseInput, Row, case_providers, run_case
 from contextledger.bench.probes import Fact, normalize
 from contextledger.bench.strategies import Strategy
+from contextledger.ingest.preambles import strip_injected
 from contextledger.ledger import Ledger
+from contextledger.policy.constraint_text import prose_sentences
 from contextledger.providers.anthropic import ANTHROPIC_ID_MAX_LENGTH
 from contextledger.providers.openai_chat import OPENAI_CALL_ID_MAX_LENGTH, safe_identifier
-from contextledger.records.enums import MessageKind, Role, ToolCallStatus
+from contextledger.records.enums import MessageKind, ResolutionState, Role, ToolCallStatus
 from contextledger.records.parts import TextPart
 from contextledger.store.base import Scope
 
@@ -137,8 +142,10 @@ def derive_probes(ledger: Ledger, conversation_id: str, scope: Scope | None = No
     for c in calls:
         if c.status in (ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL):
             add(must_see, Fact(c.call_id, "unresolved tool call", alternatives=_call_spellings(c.call_id)))
-    failed = [a for a in arts if a.is_error]
-    if failed:
+    failed = [a for a in arts if a.is_error or a.status is ToolCallStatus.FAILED]
+    # a failure the same test or command passed after (its memory superseded) is history
+    superseded = {aid for m in store.memories(sc, conversation_id, segments) if m.resolution_state is ResolutionState.SUPERSEDED for aid in m.source_artifact_ids}
+    if failed and failed[-1].id not in superseded:
         last = failed[-1]
         raw = last.inline_text if last.inline_text is not None else store.read_artifact_bytes(sc, last).decode("utf-8", errors="replace")
         line = _error_line(raw)
@@ -150,8 +157,10 @@ def derive_probes(ledger: Ledger, conversation_id: str, scope: Scope | None = No
         for p in m.parts:
             if not isinstance(p, TextPart):
                 continue
-            for sentence in _SENTENCE.split(p.text):
-                s = sentence.strip()
+            # the user's own prose: not pasted or quoted text, not what the client injects
+            own = strip_injected(p.text)
+            for span in prose_sentences(own):
+                s = own[span.start:span.end]
                 if len(s) >= 12 and _CONSTRAINT.search(s) and not _CODE_LINE.search(s):
                     add(must_see, Fact(s[:120], "explicit user constraint"))
     read_text: dict[str, list[str]] = {}

@@ -21,14 +21,14 @@ the semantic route, in one run.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from contextledger.bench.recall_suites import _embeddings
 
 __all__ = ["CASES", "MODES", "RecallCase", "measure_cost", "recall_markdown", "run_recall"]
 
@@ -147,20 +147,6 @@ def _record(ledger: Any, case: RecallCase, scale: int) -> str:
     return str(conv.id)
 
 
-@contextlib.contextmanager
-def _embeddings(mode: str) -> Iterator[None]:
-    """``CONTEXTLEDGER_EMBEDDINGS=mode`` for the body, the caller's value restored after."""
-    previous = os.environ.get("CONTEXTLEDGER_EMBEDDINGS")
-    os.environ["CONTEXTLEDGER_EMBEDDINGS"] = mode
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("CONTEXTLEDGER_EMBEDDINGS", None)
-        else:
-            os.environ["CONTEXTLEDGER_EMBEDDINGS"] = previous
-
-
 def _context(ledger: Any, conv: str, mode: str, budget: int) -> tuple[str, int, float]:
     """``(payload JSON, assembled tokens, milliseconds)`` of the request assembled with
     ``mode``'s routes (not persisted, replay by estimate)."""
@@ -240,6 +226,11 @@ def recall_markdown(report: dict[str, Any]) -> str:
                   "| p50 ms, every route | p50 ms, without semantic | ratio | routes p50 ms, with / without semantic | embedding (batches) |", "|---:|---:|---:|---:|---:|",
                   f"| {lat['p50_ms_with_semantic']} | {lat['p50_ms_without_semantic']} | {lat['ratio']} | {lat['retrieval_p50_ms_with_semantic']} / {lat['retrieval_p50_ms_without_semantic']} "
                   f"| {lat['vectors']:,} vectors in {lat['embed_s']} s ({lat['embed_per_s']}/s) |"]
+    if report.get("evidence") or report.get("paraphrase"):
+        from contextledger.bench.recall_suites import evidence_markdown, paraphrase_markdown
+
+        lines += ["", *(evidence_markdown(report["evidence"]).splitlines() if report.get("evidence") else [])]
+        lines += ["", *(paraphrase_markdown(report["paraphrase"]).splitlines() if report.get("paraphrase") else [])]
     return "\n".join(lines) + "\n"
 
 

@@ -1,4 +1,4 @@
-"""``contextledger bench scenarios | recall | real | scale | record | startup | proxy``.
+"""``contextledger bench scenarios | recall | pinning | real | cost | scale | record | startup | proxy``.
 
 Each command runs one benchmark, writes ``bench-<kind>.json``, ``bench-<kind>.md`` and
 its PNG plot into ``--out`` (default ``./bench-results``) and prints the Markdown tables,
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from contextledger.cli.common import console, emit_json, fail_cleanly
+from contextledger.cli.common import console, emit_error, emit_json, fail_cleanly
 
 app = typer.Typer(help="Benchmark contextledger against replay and peer strategies.", no_args_is_help=True)
 
@@ -109,6 +109,7 @@ def recall(
     latency_artifacts: Annotated[int, typer.Option("--latency-artifacts", min=0, help="Artifacts of the history assembly p50 is timed at with and without the semantic route (0: skip; e.g. 10000).")] = 0,
     latency_runs: Annotated[int, typer.Option("--latency-runs", min=1, help="Timed assemblies per variant.")] = 30,
     latency_vectors: Annotated[str, typer.Option("--latency-vectors", help="model (embed the history) or random (random unit vectors: the search cost does not depend on their values).")] = "model",
+    suites: Annotated[bool, typer.Option("--suites/--no-suites", help="Also run the evidence suite (long chat, fills at the same budget) and the paraphrase suite (51 cases).")] = True,
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,
 ) -> None:
@@ -136,6 +137,10 @@ def recall(
             if latency_vectors not in ("model", "random"):
                 raise InputError(f"unknown --latency-vectors {latency_vectors!r}; expected model or random")
             report["latency"] = measure_latency(latency_artifacts, runs=latency_runs, vectors=latency_vectors)
+        if suites:
+            from contextledger.bench.recall_suites import run_evidence, run_paraphrase
+
+            report["evidence"], report["paraphrase"] = run_evidence(), run_paraphrase()
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench-recall.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
         (out / "bench-recall.md").write_text(recall_markdown(report))
@@ -161,18 +166,40 @@ def real(
     """Every supported real transcript, at each budget, with mechanically derived probes."""
     root = data or Path(os.environ.get("CONTEXTLEDGER_REAL_DATA", "../shared/data/real"))
     with fail_cleanly(as_json), _extras():
+        budget_list, provider_names = _ints(budgets, "--budgets"), _names(providers)  # arguments before the data folder
         from contextledger.bench.memory_layer import measure_memory_layer, memory_layer_markdown
         from contextledger.bench.real import real_files, run_real
         from contextledger.bench.report import build_report
 
         files = real_files(root, limit=limit, max_bytes=max_bytes, match=match)
-        rows = run_real(files, _ints(budgets, "--budgets"), [] if no_peers else None, providers=_names(providers))
+        rows = run_real(files, budget_list, [] if no_peers else None, providers=provider_names)
         layer = measure_memory_layer(files)
     out.mkdir(parents=True, exist_ok=True)
     (out / "memory-layer.md").write_text("# Memory layer vs raw tool payloads\n\n" + memory_layer_markdown(layer) + "\n", encoding="utf-8")
     _finish(build_report("real", rows, files=[f.rel for f in files], memory_layer=[r.as_dict() for r in layer]), out, as_json)
     if not as_json:
         console.print(memory_layer_markdown(layer), markup=False, soft_wrap=True)
+
+
+@app.command("pinning")
+def pinning(
+    labels: Annotated[Path | None, typer.Option("--labels", help="Labelled set, JSON Lines of text/label/source/note (default: tests/data/pinning_labels.jsonl of the source tree).")] = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = _DEFAULT_OUT,
+) -> None:
+    """Precision and recall of constraint pinning on a labelled set of user sentences
+    (quoted from real transcripts, plus written Japanese and Chinese), overall and by
+    language, with every mistake listed."""
+    with fail_cleanly(as_json):
+        from contextledger.bench.pinning import DEFAULT_SET, run_pinning
+
+        report = run_pinning(labels or DEFAULT_SET)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench-pinning.md").write_text("# Constraint pinning\n\n" + report.markdown() + "\n", encoding="utf-8")
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        console.print(report.markdown(), markup=False, soft_wrap=True)
 
 
 @app.command("secrets")
@@ -297,17 +324,26 @@ def proxy(
     with fail_cleanly():
         sizes = [int(x) for x in latency_sizes.split(",") if x.strip().isdigit()]
         try:
-            from contextledger.bench.proxy_load import run_proxy_latency, run_proxy_load
+            from contextledger.bench.proxy_load import (
+                passthrough_failure,
+                run_proxy_latency,
+                run_proxy_load,
+            )
         except ModuleNotFoundError as exc:
             raise InputError(f"contextledger bench proxy needs the server and postgres extras (missing module {exc.name!r})") from None
         try:
             report = run_proxy_load(pg_admin_url=pg, workers=workers, agents=agents, turns=turns).as_dict()
+            out.mkdir(parents=True, exist_ok=True)  # the load run is kept if the sequential runs are cut short
+            (out / "bench-proxy.json").write_text(json.dumps(report, indent=2) + "\n")
             report["sequential"] = run_proxy_latency(sizes=tuple(sizes), turns=latency_turns)
         except RuntimeError as exc:
             raise InputError(str(exc)) from None
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench-proxy.json").write_text(json.dumps(report, indent=2) + "\n")
     emit_json(report)
+    problem = passthrough_failure(report)  # the figures are kept, but they do not count
+    if problem is not None:
+        raise typer.Exit(emit_error(RuntimeError(problem), False))
 
 
 @app.command("fingerprint")
@@ -345,3 +381,4 @@ def fingerprint_cmd(
         console.print(f"{len(prints)} payloads fingerprinted{same}; written: {target}", markup=False)
     if differences:
         raise typer.Exit(1)
+

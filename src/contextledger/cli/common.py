@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from contextledger.errors import (
     BackendError,
@@ -33,6 +31,8 @@ from contextledger.errors import (
 from contextledger.limits import utf8_bytes
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from contextledger.ledger import Ledger
 
 __all__ = [
@@ -54,6 +54,9 @@ __all__ = [
     "fail_cleanly",
     "is_database_error",
     "parse_now",
+    "print_rows",
+    "rich_console",
+    "rich_err_console",
     "state",
     "usage_error",
 ]
@@ -104,8 +107,50 @@ def exit_code_for(exc: BaseException) -> int:
     return EXIT_INTERNAL
 
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+class _LazyConsole:
+    """A rich ``Console`` built on first use: importing ``rich.console`` is a third of
+    ``--help``'s start-up, and ``--help``, ``--json`` output and plain listings never
+    print through it.  Every attribute (and ``with``) is the real console's."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._real: Console | None = None
+
+    @property
+    def real(self) -> Console:
+        """The console itself (built now if it was not yet)."""
+        if self._real is None:
+            from rich.console import Console
+
+            self._real = Console(**self._options)
+        return self._real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def __enter__(self) -> Console:
+        return self.real.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.real.__exit__(*exc)
+
+
+console = cast("Console", _LazyConsole(highlight=False))
+"""The CLI's stdout console (rich markup, no highlighting), built on first use."""
+err_console = cast("Console", _LazyConsole(stderr=True, highlight=False))
+"""The CLI's stderr console, built on first use."""
+
+
+def rich_console() -> Console:
+    """The console behind :data:`console`, for rich objects that take one (``Progress``)."""
+    return cast("_LazyConsole", console).real
+
+
+def rich_err_console() -> Console:
+    """The console behind :data:`err_console` (stderr): progress bars that must keep
+    stdout for data."""
+    return cast("_LazyConsole", err_console).real
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -183,8 +228,9 @@ def emit_json(data: Any) -> None:
 
 def _message(exc: BaseException) -> str:
     if isinstance(exc, OSError) and not isinstance(exc, ContextLedgerError):
-        where = f": {exc.filename}" if exc.filename else ""
-        return f"{exc.strerror or exc}{where}"
+        from contextledger.errors import describe_os_error
+
+        return describe_os_error(exc)
     return str(exc)
 
 
@@ -196,6 +242,8 @@ def emit_error(exc: BaseException, as_json: bool, **fields: Any) -> int:
     if as_json:
         sys.stderr.write(json.dumps({"error": type(exc).__name__, "message": message, "exit_code": code, **fields}, ensure_ascii=False, default=str) + "\n")
     else:
+        from rich.markup import escape
+
         err_console.print(f"[red]error:[/red] {escape(message)}", markup=True, soft_wrap=True)
     return code
 
@@ -241,9 +289,14 @@ def is_database_error(exc: BaseException) -> bool:
 def backend_error(exc: Exception) -> BackendError:
     """A :class:`BackendError` for a database driver error: the driver's first line,
     never the statement's parameters (transcript text)."""
+    from contextledger.errors import database_error_cause
+
     orig = getattr(exc, "orig", None)
     reason = str(orig if orig is not None else exc).strip()
     first = reason.splitlines()[0] if reason else type(exc).__name__
+    cause = database_error_cause(orig if orig is not None else exc)
+    if cause is not None and cause.lower() not in first.lower():
+        first = f"{cause} ({first})"
     return BackendError(f"database error: {first}")
 
 
@@ -260,3 +313,30 @@ def parse_now(value: str | None) -> datetime | None:
     except ValueError:
         raise InputError(f"--now: not an ISO 8601 time: {value!r}") from None
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def _printable(cell: str) -> str:
+    return cell if cell.isprintable() else "".join(ch if ch.isprintable() else " " for ch in cell)
+
+
+def print_rows(header: Sequence[str], rows: Sequence[Sequence[str]], *, right: Sequence[int] = ()) -> None:
+    """Print a plain table on stdout: ``header``, a rule, then ``rows``, each column as
+    wide as its widest cell (terminal cells, so wide characters count twice), two spaces
+    apart; the columns numbered in ``right`` right-aligned, the last one not padded.
+    Nothing is cut (ids stay whole), no markup is interpreted and a control character
+    (a newline in a title) prints as a space: a listing of any length prints in time
+    linear in its text, one line per row."""
+    from rich.cells import cell_len
+
+    table = [list(header), *([_printable(c) for c in r] for r in rows)]
+    widths = [max(cell_len(r[i]) for r in table) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        out = []
+        for i, cell in enumerate(cells):
+            pad = " " * (widths[i] - cell_len(cell))
+            out.append(pad + cell if i in right else cell + (pad if i < len(cells) - 1 else ""))
+        return "  ".join(out)
+
+    text = [line(table[0]), "  ".join("-" * w for w in widths), *(line(r) for r in table[1:])]
+    sys.stdout.write(utf8_bytes("\n".join(text) + "\n").decode("utf-8"))

@@ -16,6 +16,7 @@ from contextledger.cli.common import console, emit_json, fail_cleanly, parse_now
 __all__ = ["app", "compact_cmd"]
 
 app = typer.Typer(
+    rich_markup_mode=None,
     help="Fold old history into a handoff summary; the recent tail stays raw.",
     invoke_without_command=True,
     context_settings={"allow_interspersed_args": True},

@@ -10,7 +10,7 @@ import typer
 
 from contextledger.cli.common import console, emit_json, fail_cleanly, state
 
-app = typer.Typer(help="Encryption keys of restricted payloads.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Encryption keys of restricted payloads.", no_args_is_help=True)
 
 
 @app.command("rotate")

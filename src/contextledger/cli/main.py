@@ -11,25 +11,36 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from contextledger.cli import coercion
 from contextledger.cli.common import (
     backend_error,
     console,
     emit_error,
     emit_json,
+    err_console,
     fail_cleanly,
     is_database_error,
     parse_now,
+    print_rows,
+    rich_console,
+    rich_err_console,
     state,
     usage_error,
 )
 from contextledger.errors import ContextLedgerError, InputError
 from contextledger.store.base import Scope
 
+if TYPE_CHECKING:
+    from contextledger.store.sqlite_direct import ConversationRow
+
+coercion.install()
+
 app = typer.Typer(
+    rich_markup_mode=None,
     name="contextledger",
     help="A durable runtime graph for tool-using agents, with policy-assembled, explainable model context.",
     no_args_is_help=True,
@@ -70,7 +81,7 @@ def import_cmd(
     failures: list[ContextLedgerError] = []
     with fail_cleanly(as_json):
         ledger = state.ledger(create=True)
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, disable=as_json or len(paths) < 2, transient=True)
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=rich_err_console(), disable=as_json or len(paths) < 2, transient=True)
         with progress:
             task = progress.add_task("importing", total=len(paths))
             for p in paths:
@@ -80,7 +91,8 @@ def import_cmd(
                     failures.append(exc)
                 progress.advance(task)
     if as_json:
-        emit_json(results)
+        if results or not failures:  # a failed run prints nothing on stdout (the errors go to stderr)
+            emit_json(results)
     else:
         for r in results:
             if not r["created"]:
@@ -107,23 +119,34 @@ def import_cmd(
 def conversations_cmd(as_json: JsonOpt = False) -> None:
     """List conversations with message / tool-call / artifact counts."""
     with fail_cleanly(as_json):
-        rows = state.ledger().store.list_conversations(_scope())
+        rows = _conversation_rows()
     if as_json:
-        emit_json([
-            {"conversation_id": r.conversation.id, "title": r.conversation.title, "source": r.conversation.source, "source_path": r.conversation.source_path,
-             "messages": r.message_count, "tool_calls": r.tool_call_count, "artifacts": r.artifact_count, "created_at": r.conversation.created_at.isoformat()}
-            for r in rows
-        ])
+        emit_json([r.as_dict() for r in rows])
         return
-    from rich.table import Column, Table
+    print_rows(
+        ("conversation", "title", "messages", "tool calls", "artifacts", "source"),
+        [(r.conversation_id, r.title[:40], str(r.messages), str(r.tool_calls), str(r.artifacts), r.source) for r in rows],
+        right=(2, 3, 4),
+    )
 
-    table = Table("title", "messages", "tool calls", "artifacts", "source")
-    # ids are never cut: every other command needs them whole (the id column goes first,
-    # unwrappable; the other columns give way)
-    table.columns.insert(0, Column("conversation", no_wrap=True, min_width=31))
-    for r in rows:
-        table.add_row(r.conversation.id, r.conversation.title[:40], str(r.message_count), str(r.tool_call_count), str(r.artifact_count), r.conversation.source)
-    console.print(table)
+
+def _conversation_rows() -> list[ConversationRow]:
+    """The conversations of the CLI's tenant: read directly from an SQLite ledger when
+    that path applies (:mod:`contextledger.store.sqlite_direct`), else through the store."""
+    from contextledger.config import resolve_config
+    from contextledger.store.sqlite_direct import ConversationRow, list_conversations
+
+    direct = list_conversations(resolve_config(state.db, state.home).db_url, state.tenant)
+    if direct is not None:
+        return direct
+    return [
+        ConversationRow(
+            conversation_id=r.conversation.id, title=r.conversation.title, source=r.conversation.source,
+            source_path=r.conversation.source_path, messages=r.message_count, tool_calls=r.tool_call_count,
+            artifacts=r.artifact_count, created_at=r.conversation.created_at,
+        )
+        for r in state.ledger().store.list_conversations(_scope())
+    ]
 
 
 # -- assemble -------------------------------------------------------------------------------
@@ -157,6 +180,9 @@ def assemble_cmd(
         except OSError as exc:
             with fail_cleanly(as_json):
                 raise InputError(f"--out {out}: cannot write ({exc.strerror or exc}); the assembly {res.record.id} was recorded") from None
+    cost_error = (res.record.cost or {}).get("error")
+    if cost_error:
+        err_console.print(f"warning: no cost figures for {res.record.id}: {cost_error}", markup=False, highlight=False, soft_wrap=True)
     if as_json:
         emit_json(data)
         return
@@ -331,7 +357,7 @@ def demo_cmd(
         with resources.as_file(src) as path:
             ledger = Ledger.open(home=home)
             (home / DEMO_MARKER).write_text("made by `contextledger demo`; the next demo with the same --home replaces this folder\n")
-            with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console, disable=as_json, transient=True) as progress:
+            with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=rich_console(), disable=as_json, transient=True) as progress:
                 t = progress.add_task("importing the bundled Claude Code session", total=3)
                 imp = ledger.import_file(path)
                 progress.update(t, advance=1, description="assembling")
@@ -362,7 +388,7 @@ def demo_cmd(
 
 @app.command("mcp")
 def mcp_cmd() -> None:
-    """Serve the ledger to MCP clients over stdio: tools rehydrate_artifact, search_ledger, explain_assembly, why_not and ledger:// resources (pip install 'contextledger\\[mcp]')."""
+    """Serve the ledger to MCP clients over stdio: tools rehydrate_artifact, search_ledger, explain_assembly, why_not and ledger:// resources (pip install 'contextledger[mcp]')."""
     with fail_cleanly():
         try:
             from contextledger.adapters.mcp import build_server
@@ -375,6 +401,7 @@ def mcp_cmd() -> None:
 def _register_groups() -> None:
     from contextledger.cli import (
         bench_cmd,
+        bench_cost_cmd,
         compact_cmd,
         encryption_cmd,
         inspect_cmd,
@@ -387,6 +414,7 @@ def _register_groups() -> None:
     search_cmd.register(app)
     app.add_typer(policy_cmd.app, name="policy")
     app.add_typer(compact_cmd.app, name="compact")
+    bench_cmd.app.command("cost")(bench_cost_cmd.cost)
     app.add_typer(bench_cmd.app, name="bench")
     app.add_typer(encryption_cmd.app, name="encryption")
     lifecycle_cmd.register(app)
@@ -410,7 +438,10 @@ def main() -> None:  # pragma: no cover - console entry, exercised as a process 
         rv = app(standalone_mode=False, prog_name="contextledger")
     except typer.TyperException as exc:  # typer's click exceptions (public base class)
         code = int(getattr(exc, "exit_code", 2))
-        if type(exc).__name__ == "NoArgsIsHelpError":  # a group or the tool without arguments: typer printed its help
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group or the tool without arguments: its help on stdout
+            ctx = getattr(exc, "ctx", None)
+            if ctx is not None:
+                typer.echo(ctx.get_help())
             raise SystemExit(code) from None
         # usage: one line (one JSON object with --json), status 2
         raise SystemExit(emit_error(usage_error(exc), as_json)) from None

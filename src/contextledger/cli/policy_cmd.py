@@ -9,7 +9,7 @@ import typer
 
 from contextledger.cli.common import console, emit_json, fail_cleanly
 
-app = typer.Typer(help="Show, validate and compare assembly policies (TOML).", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Show, validate and compare assembly policies (TOML).", no_args_is_help=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 

@@ -6,20 +6,21 @@ Register with :func:`register` (adds both commands to the main app).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
 
-from contextledger.cli.common import console, emit_json, fail_cleanly, parse_now, state
+from contextledger.cli.common import (
+    console,
+    emit_json,
+    fail_cleanly,
+    parse_now,
+    rich_console,
+    state,
+)
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 __all__ = ["register"]
 
@@ -48,12 +49,32 @@ def search_cmd(
     if as_json:
         emit_json(result.to_json())
         return
-    table = Table("#", "record", "routes (rank)", "fused", "text", show_lines=False)
-    for i, h in enumerate(result.hits, start=1):
-        ranks = " ".join(f"{r}:{k}" for r, k in sorted(h.ranks.items()))
-        text = (h.text.strip().splitlines() or [""])[0][:100] + (" [stale]" if h.stale else "")
-        table.add_row(str(i), h.record_id, ranks, f"{h.fused_score:.4f}", text)
-    console.print(table)
+    # handles, ids, ranks and scores are never cut: the text column alone gives way to a
+    # narrow terminal
+    rows = [
+        (str(i), h.handle, h.record_id, " ".join(f"{r}:{k}" for r, k in sorted(h.ranks.items())), f"{h.fused_score:.4f}",
+         (h.text.strip().splitlines() or [""])[0][:100] + (" [stale]" if h.stale else ""))
+        for i, h in enumerate(result.hits, start=1)
+    ]
+    names = ("#", "handle", "record", "routes (rank)", "fused")
+    widths = [max([len(name), *(len(r[j]) for r in rows)]) for j, name in enumerate(names)]
+    # each column takes its width + 3 (borders, padding), and one border closes the row
+    room = console.width - sum(widths) - 3 * (len(names) + 1) - 1
+    if room >= 12:
+        from rich.table import Table
+
+        table = Table(show_lines=False)
+        for name, width in zip(names, widths, strict=True):
+            table.add_column(name, no_wrap=True, width=width)
+        table.add_column("text", no_wrap=True, overflow="ellipsis", max_width=room)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    else:  # too narrow for the table: one hit per two lines, nothing cut
+        for n, handle, rid, ranks, fused, text in rows:
+            head = " ".join(x for x in (f"{n}.", handle, rid) if x)
+            console.print(f"{head}  {ranks}  fused {fused}", markup=False, soft_wrap=True)
+            console.print(f"   {text}", markup=False, soft_wrap=True)
     console.print(f"routes: {', '.join(result.routes_used)} (RRF k={result.rrf_k})", markup=False)
     for name, why in result.degraded.items():
         console.print(f"route {name} unavailable: {why}", markup=False)
@@ -75,7 +96,15 @@ def index_cmd(
         ledger = state.ledger()
         scope = ledger.scope(state.tenant)
         ids = conversations or [c.conversation.id for c in ledger.store.list_conversations(scope)]
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, disable=as_json, transient=True)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=rich_console(), disable=as_json, transient=True)
         with progress:
             for conv in ids:
                 task = progress.add_task(f"indexing {conv}", total=None)

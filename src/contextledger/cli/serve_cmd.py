@@ -17,7 +17,7 @@ from contextledger.errors import InputError
 
 __all__ = ["keys_app", "register", "serve"]
 
-keys_app = typer.Typer(help="API keys of the service: each maps to one tenant; only its hash is stored.", no_args_is_help=True)
+keys_app = typer.Typer(rich_markup_mode=None, help="API keys of the service: each maps to one tenant; only its hash is stored.", no_args_is_help=True)
 
 
 def serve(
@@ -26,6 +26,10 @@ def serve(
     workers: Annotated[int, typer.Option("--workers", envvar="CONTEXTLEDGER_WORKERS", min=1, help="Worker processes (use PostgreSQL for more than one host).")] = 1,
     openai_upstream: Annotated[str | None, typer.Option("--openai-upstream", envvar="CONTEXTLEDGER_OPENAI_UPSTREAM", help="OpenAI base URL, /v1 included.")] = None,
     anthropic_upstream: Annotated[str | None, typer.Option("--anthropic-upstream", envvar="CONTEXTLEDGER_ANTHROPIC_UPSTREAM", help="Anthropic base URL, without /v1.")] = None,
+    proxy_mode: Annotated[str | None, typer.Option("--proxy-mode", envvar="CONTEXTLEDGER_PROXY_MODE",
+                                                   help="assemble (send the assembled request) or shadow (send the client's own, record what would have been sent).")] = None,
+    stream_usage: Annotated[bool | None, typer.Option("--stream-usage/--no-stream-usage", envvar="CONTEXTLEDGER_STREAM_USAGE",
+                                                      help="Ask for usage in streamed OpenAI Chat requests (adds stream_options.include_usage).")] = None,
 ) -> None:
     """Serve the REST API (/api, OpenAPI at /docs) and the proxy (/v1/chat/completions,
     /v1/responses, /v1/messages).  GET /healthz answers once the ledger is open."""
@@ -39,7 +43,8 @@ def serve(
             raise InputError(f"the service needs the server extra: pip install 'contextledger[server]' ({exc.name} is missing)") from None
         try:
             settings = ServerSettings.from_env(db=state.db, home=state.home, host=host, port=port, workers=workers, tenant=state.tenant,
-                                               openai_upstream=openai_upstream, anthropic_upstream=anthropic_upstream)
+                                               openai_upstream=openai_upstream, anthropic_upstream=anthropic_upstream,
+                                               proxy_mode=proxy_mode.strip().lower() if proxy_mode else None, stream_usage=stream_usage)
         except ValueError as exc:
             raise InputError(str(exc)) from None
         ledger = state.ledger(create=True)  # migrates once, before the workers start
@@ -47,7 +52,8 @@ def serve(
             raise InputError(f"refusing to serve on {host}: no API key exists; create one with `contextledger keys create --tenant T`")
         state.close()
     os.environ.update(settings.to_env())
-    console.print(f"contextledger serving on http://{host}:{port} ({workers} worker{'s' if workers > 1 else ''}); OpenAI upstream {settings.openai_upstream}, Anthropic upstream {settings.anthropic_upstream}")
+    console.print(f"contextledger serving on http://{host}:{port} ({workers} worker{'s' if workers > 1 else ''}); OpenAI upstream {settings.openai_upstream}, Anthropic upstream {settings.anthropic_upstream}"
+                  + (" — shadow mode: clients' requests are forwarded as sent" if settings.proxy_mode == "shadow" else ""))
     uvicorn.run("contextledger.server.app:app_from_env", factory=True, host=host, port=port, workers=workers, log_level="warning", timeout_graceful_shutdown=10)
 
 

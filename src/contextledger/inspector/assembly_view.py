@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from contextledger.assembly.decisions import DECISIONS, RecordDecision
+from contextledger.inspector.previews import RecordPlace, record_places
 from contextledger.inspector.resolve import DecisionSet, assembly_decisions
 from contextledger.records.models import ContextAssembly, PolicyDecision
 from contextledger.store import schema as S
@@ -37,6 +38,11 @@ class BarSegment:
     name: str
     used: int
     limit: int
+
+    @property
+    def over(self) -> int:
+        """Tokens used beyond the bucket's limit (0 when within it or without a limit)."""
+        return max(0, self.used - self.limit) if self.limit > 0 else 0
 
 
 @dataclass(kw_only=True)
@@ -68,6 +74,7 @@ class AssemblyView:
     policy_decisions: list[PolicyDecision]
     diff: RequestDiff | None
     reasons: list[str] = field(default_factory=list)
+    places: dict[str, RecordPlace] = field(default_factory=dict)
 
 
 def _stored_tokens(store: SqlStore, scope: Scope, conversation_id: str, ids: list[str]) -> dict[str, int]:
@@ -165,4 +172,5 @@ def assembly_view(source: HasRuntime, scope: Scope, assembly_id: str) -> Assembl
         policy_decisions=store.decisions(scope, assembly_id=rec.id),
         diff=_diff(store, scope, rec, payload),
         reasons=sorted({d.reason for d in ds.records}),
+        places=record_places(store, scope, rec.conversation_id, [d.record_id for d in ds.records]),
     )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from contextledger.inspector.cost_view import conversation_cost
 from contextledger.inspector.resolve import in_lineage
 from contextledger.records.enums import MessageKind, Role
 from contextledger.records.models import Branch, ContextAssembly, Message, Participant
@@ -136,6 +137,7 @@ class ConversationView:
     participants: list[tuple[Participant, int]]
     assemblies: list[ContextAssembly]
     positions: dict[str, int]
+    cost: dict[str, Any] = field(default_factory=dict)
 
 
 def _branch_tree(branches: list[Branch], counts: dict[str, int], active_lineage: set[str], active: str) -> list[BranchNode]:
@@ -200,4 +202,4 @@ def conversation_view(source: HasRuntime, scope: Scope, conversation_id: str, *,
     roots = _branch_tree(store.branches(scope, conversation_id), counts, lineage_ids, conv.active_branch_id)
     parts = [(p, per_participant.get(p.id, 0)) for p in store.participants(scope, conversation_id)]
     return ConversationView(conversation=conv, branch_id=branch, transcript=[(m, after.get(m.id, [])) for m in shown], hidden=len(visible) - len(shown),
-                            roots=roots, participants=parts, assemblies=list(reversed(assemblies)), positions=positions)
+                            roots=roots, participants=parts, assemblies=list(reversed(assemblies)), positions=positions, cost=conversation_cost(assemblies))

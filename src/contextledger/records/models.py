@@ -429,7 +429,19 @@ class ContextAssembly(Record):
     ``retrieval`` is what the retrieval router did for the request (the routes used,
     the unavailable ones and why, per recalled memory its routes, ranks and fused
     score; :class:`contextledger.assembly.retrieval.Recalled`), ``None`` when nothing
-    was asked.
+    was asked.  ``upstream_usage`` is what the provider reported for the request the
+    proxy sent (:data:`contextledger.server.proxy.usage.UpstreamUsage`: input, cache
+    read, cache write and output tokens, and its raw object), ``None`` until an answer
+    reported one.  ``proxy`` is set when the proxy did not send this assembly:
+    ``{"mode": "shadow", "client_request_tokens", "assembled_request_tokens",
+    "client_body_sha256"}`` (:mod:`contextledger.server.proxy.shadow`).
+    ``epoch`` is the request's place in its epoch of append-stable assembly
+    (:mod:`contextledger.assembly.epoch`: id, number, whether it is the epoch's first
+    assembly, the reason, the lineage head it covers), ``None`` for an assembly made
+    without epoch state (``persist=False``, or ``[epoch] enabled = false``).
+    ``cost`` is the request's estimated cost after prompt caching beside a
+    plain replay's (:mod:`contextledger.assembly.cost_record`), ``None`` on records made
+    before it existed.
     """
 
     id: str
@@ -468,6 +480,10 @@ class ContextAssembly(Record):
     lineage_max_seq: int | None = None
     payload_sha256: str | None = None
     retrieval: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
+    upstream_usage: dict[str, Any] | None = None
+    proxy: dict[str, Any] | None = None
+    epoch: dict[str, Any] | None = None
     created_at: datetime
 
 

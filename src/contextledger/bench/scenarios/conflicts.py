@@ -28,7 +28,7 @@ def _build(ledger: Ledger, scale: int) -> BuiltCase:
     s = Script(ledger, title="renewal check", system_prompt="You are a revenue-operations assistant.", seed="seed-6")
     s.user("Check the Contoso account before the renewal.")
     s.call("crm_get_account", {"account_id": "acc_C0N7"}, json.dumps({"status": 200, "account_id": "acc_C0N7", "plan": "Team", "seats": 25, "owner": "rep-ana", "notes": "pilot in EU region"}))
-    s.filler(filler_tokens(scale, 1144, SEED_REPLAY_TOKENS["seed-6"]), fit=True)
+    s.filler(filler_tokens(scale, 1188, SEED_REPLAY_TOKENS["seed-6"]), fit=True)
     s.call("crm_get_account", {"account_id": "acc_C0N7"}, json.dumps({"status": 200, "account_id": "acc_C0N7", "plan": "Enterprise", "seats": 60, "owner": "rep-ana", "notes": "upgraded after pilot"}))
     s.call("crm_get_renewal", {"account_id": "acc_C0N7"}, json.dumps({"status": 200, "account_id": "acc_C0N7", "renewal_date": "2026-04-30"}))
     s.call("billing_get_subscription", {"customer": "acc_C0N7"}, json.dumps({"status": 200, "subscription_id": "sub_91x", "renewal_date": "2026-05-31", "seats": 60}))

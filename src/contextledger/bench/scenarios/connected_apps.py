@@ -34,7 +34,7 @@ def _build_seed3(ledger: Ledger, scale: int) -> BuiltCase:
     s.call("crm_get_account", {"account_id": "acc_NW01"}, json.dumps({"status": 200, "account_id": "acc_NW01", "name": "Northwind", "stage": "negotiation", "arr_usd": 182000, "open_risk": "procurement freeze"}))
     s.call("mail_get_thread", {"thread_id": "thr_93b1"}, json.dumps({"status": 200, "thread_id": "thr_93b1", "subject": "Renewal terms", "last_message": "We can sign at 8% uplift if the SLA credits stay."}))
     s.say("Prep notes are drafted from the calendar, CRM and the renewal thread.")
-    s.filler(filler_tokens(scale, 524, SEED_REPLAY_TOKENS["seed-3"]), fit=True)
+    s.filler(filler_tokens(scale, 563, SEED_REPLAY_TOKENS["seed-3"]), fit=True)
     s.user("It's Thursday now. Is the Northwind sync still on, and what did they last say?")
     return BuiltCase(
         conversation_id=s.id, branch_id=None, participant_id=None, provider="openai-chat", budget_tokens=seed_budget("seed-3"),

@@ -27,7 +27,7 @@ __all__ = ["SEED_1"]
 def _build(ledger: Ledger, scale: int) -> BuiltCase:
     s = Script(ledger, title="board deck", system_prompt="You are a document assistant for the user's shared drive.", seed="seed-1")
     s.user("First tidy the archive folders, then I will ask for a deck.")
-    s.filler(filler_tokens(scale, 436, SEED_REPLAY_TOKENS["seed-1"]), fit=True)
+    s.filler(filler_tokens(scale, 475, SEED_REPLAY_TOKENS["seed-1"]), fit=True)
     s.user("Find last quarter's board deck and summarise its revenue slide.")
     docs = [
         {"id": "doc_7Hq2", "title": "Board deck Q4 2025 (final)", "modified": "2026-01-28", "owner": "cfo@example.com", "thumbnail": "thumb-ff31a0", "size": 4811023},

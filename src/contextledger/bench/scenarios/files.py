@@ -31,7 +31,7 @@ def _sales_csv(rows: int) -> str:
 def _build_seed2(ledger: Ledger, scale: int) -> BuiltCase:
     s = Script(ledger, title="q1 report files", system_prompt="You are a reporting assistant with file tools.", seed="seed-2")
     s.user("Archive last year's drafts first.")
-    s.filler(filler_tokens(scale, 340, SEED_REPLAY_TOKENS["seed-2"]), fit=True)
+    s.filler(filler_tokens(scale, 390, SEED_REPLAY_TOKENS["seed-2"]), fit=True)
     s.user("Generate the Q1 sales report as a CSV, a chart and a PDF summary.")
     s.call("query_sales", {"quarter": "2026-Q1"}, _sales_csv(32))
     s.call("write_file", {"path": "out/q1_sales.csv"}, json.dumps({"file_id": "file_8KQ2", "path": "out/q1_sales.csv", "bytes": 2841, "sha256": "9f2c41d07a"}))

@@ -28,7 +28,7 @@ def _build_seed5(ledger: Ledger, scale: int) -> BuiltCase:
     a = s.rec.add_participant(s.id, "model-a", provider="openai-chat", model="gpt-a", runtime_kind=RuntimeKind.MULTI_MODEL)
     b = s.rec.add_participant(s.id, "model-b", provider="anthropic", model="claude-b", runtime_kind=RuntimeKind.MULTI_MODEL)
     s.user("Both of you: is invoice INV-2291 from Vendra correct?")
-    s.filler(filler_tokens(scale, 256, SEED_REPLAY_TOKENS["seed-5"]), participant_id=a.id, fit=True)
+    s.filler(filler_tokens(scale, 297, SEED_REPLAY_TOKENS["seed-5"]), participant_id=a.id, fit=True)
     s.call(
         "erp_login", {"tenant": "acme"},
         json.dumps({"error": "401 invalid_grant", "access_token": "ya29.a0AfH6SMBx-private", "refresh_token": "1//0gPrivateRefresh"}),

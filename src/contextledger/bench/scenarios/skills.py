@@ -36,7 +36,7 @@ def _build(ledger: Ledger, scale: int) -> BuiltCase:
     s = Script(ledger, title="expense forms", system_prompt="You are a back-office agent that works through skills.", seed="seed-4")
     s.user("Handle the support queue first.")
     s.rec.record_skill_state(s.id, loaded_skills=["support-macros"], active_profile="support-agent", usable_tools=["zendesk_reply", "kb_search"])
-    s.filler(filler_tokens(scale, 220, SEED_REPLAY_TOKENS["seed-4"]), fit=True)
+    s.filler(filler_tokens(scale, 246, SEED_REPLAY_TOKENS["seed-4"]), fit=True)
     s.user("Now switch to finance: fill the expense claim PDF from the March spreadsheet.")
     s.call("load_skill", {"name": "pdf-forms"}, _MANUAL.format(name="pdf-forms", secret="flatten the form layers before export"))
     s.call("load_skill", {"name": "xlsx-analyst"}, _MANUAL.format(name="xlsx-analyst", secret="recalculate pivot caches before reading totals"))
