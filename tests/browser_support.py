@@ -52,6 +52,17 @@ def launch_browser() -> Iterator[Any]:
             browser.close()
 
 
+def new_page(browser: Any) -> Iterator[Any]:
+    """A page in a fresh 1280×800 context (15 s default timeout), closed afterwards."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    pg = ctx.new_page()
+    pg.set_default_timeout(15_000)
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
 def screenshot(page: Any, name: str) -> Path:
     """Write a full-page screenshot under :data:`SCREENSHOTS`."""
     SCREENSHOTS.mkdir(exist_ok=True)

@@ -10,9 +10,11 @@ on a laptop without PostgreSQL they skip with a clear message.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,12 +30,23 @@ PG_ADMIN_URL = os.environ.get("CONTEXTLEDGER_TEST_PG", "postgresql+psycopg://pos
 
 
 REAL_DATA_ENV = "CONTEXTLEDGER_REAL_DATA"
-"""Environment variable naming the real-transcript folder (overrides ``../shared/data/real``)."""
+"""Environment variable naming the real-transcript folder (overrides ``../shared/data/real``);
+the value ``none`` runs the suite as a clone without the folder (its tests skip, even in CI)."""
+
+REAL_DATA_OFF = "none"
+_ABSENT = Path("/nonexistent/contextledger-real-data")  # where nothing is, whatever the machine
+
+
+def real_data_off() -> bool:
+    """Whether ``$CONTEXTLEDGER_REAL_DATA`` is ``none`` (run as a clone without the data)."""
+    return os.environ.get(REAL_DATA_ENV, "").strip().lower() == REAL_DATA_OFF
 
 
 def real_data_dir() -> Path:
     """The read-only folder of real transcripts: ``$CONTEXTLEDGER_REAL_DATA``, else
-    ``../shared/data/real`` next to the checkout."""
+    ``../shared/data/real`` next to the checkout (an absent path when switched ``none``)."""
+    if real_data_off():
+        return _ABSENT
     env = os.environ.get(REAL_DATA_ENV)
     return Path(env) if env else REAL_DATA
 
@@ -41,6 +54,8 @@ def real_data_dir() -> Path:
 def real_data_problem() -> str | None:
     """``None`` when the real-transcript folder holds its ``manifest.json``, else the one
     line shown for the tests that need it (naming ``CONTEXTLEDGER_REAL_DATA``)."""
+    if real_data_off():
+        return f"real transcripts switched off ({REAL_DATA_ENV}={REAL_DATA_OFF})"
     root = real_data_dir()
     if (root / "manifest.json").is_file():
         return None
@@ -50,10 +65,10 @@ def real_data_problem() -> str | None:
 def require_real_data() -> Path:
     """The real-transcript folder; when it is missing, skip the calling test or module
     (``allow_module_level``) with one line — or fail it when ``CI`` is set (CI must run
-    every test)."""
+    every test) unless the folder is switched off (``CONTEXTLEDGER_REAL_DATA=none``)."""
     problem = real_data_problem()
     if problem is not None:
-        if os.environ.get("CI"):
+        if os.environ.get("CI") and not real_data_off():
             pytest.fail(f"{problem} (required in CI)", pytrace=False)
         pytest.skip(problem, allow_module_level=True)
     return real_data_dir()
@@ -65,21 +80,100 @@ def real_data() -> Path:
     return require_real_data()
 
 
+def real_params(*paths: str) -> list[Any]:
+    """``pytest.mark.parametrize`` values for files of the real folder: the sorted matches of
+    each glob ``paths`` (relative to the folder) when it is there, else one parameter that
+    skips (or fails in CI) with the line of :func:`require_real_data` — never an empty set."""
+    problem = real_data_problem()
+    if problem is None:
+        root = real_data_dir()
+        return sorted(p for pattern in paths for p in root.glob(pattern))
+    if os.environ.get("CI") and not real_data_off():
+        pytest.fail(f"{problem} (required in CI)", pytrace=False)
+    return [pytest.param(None, marks=pytest.mark.skip(reason=problem), id="real-data")]
+
+
+# --------------------------------------------------------------- the guard's own check
+# Without the folder, every read of it must have gone through the guard (which skips the
+# test first).  An audit hook sees each open / directory listing / subprocess naming a path
+# under the folder; a test (or a test module at import) that made one fails, naming it.
+
+_WATCHED = frozenset({"open", "os.scandir", "os.listdir", "glob.glob", "subprocess.Popen", "shutil.copyfile", "sqlite3.connect"})
+_TESTS = Path(__file__).resolve().parent
+_touches: dict[str, list[str]] = {}  # nodeid or test-module path -> what it touched
+_current: list[str] = []  # the nodeid of the running test
+_FLAGGED = pytest.StashKey[bool]()
+
+
+def _mentions(arg: object, root: str) -> str | None:
+    if isinstance(arg, (list, tuple)):
+        return next((m for a in arg if (m := _mentions(a, root)) is not None), None)
+    if isinstance(arg, bytes):
+        arg = arg.decode("utf-8", "replace")
+    if isinstance(arg, os.PathLike):
+        arg = os.fspath(arg)
+    return arg if isinstance(arg, str) and root in arg else None
+
+
+def _caller_module() -> str:
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(str(_TESTS)) and not name.endswith("conftest.py"):
+            return name
+        frame = frame.f_back  # type: ignore[assignment]
+    return "?"
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event not in _WATCHED:
+        return
+    root = str(real_data_dir())
+    hit = _mentions(args[:2], root)
+    if hit is not None:
+        key = _current[-1] if _current else _caller_module()
+        _touches.setdefault(key, []).append(f"{event} {hit[:200]}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Install the audit hook when the real folder is missing (no cost when it is there)."""
+    if real_data_problem() is not None:
+        sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Attribute the audit hook's findings to the running test."""
+    _current.append(item.nodeid)
+    try:
+        yield
+    finally:
+        _current.pop()
+
+
+def _unguarded(item: pytest.Item) -> list[str]:
+    return _touches.get(item.nodeid, []) + _touches.get(str(item.path), [])
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """A test that fails because it reads a file of the missing real-transcript folder
-    (its error names the folder) is reported as skipped with the one line of
-    :func:`real_data_problem` — outside CI only; the other tests run as usual."""
+    """A test that read the missing real-transcript folder without the guard (or whose
+    module did at import) fails once, with one line naming what was read."""
     outcome = yield
     report = outcome.get_result()
-    problem = real_data_problem()
-    if problem is None or os.environ.get("CI") or call.excinfo is None or report.outcome != "failed":
+    touched = _unguarded(item)
+    if report.outcome == "failed" and call.excinfo is not None and real_data_problem() is not None:
+        error = str(call.excinfo.value)
+        if str(real_data_dir()) in error:  # e.g. an importer's "no such file" naming it
+            touched = [*touched, f"an error naming it: {error.splitlines()[0][:200] if error else ''}"]
+    if call.when == "teardown" or not touched or item.stash.get(_FLAGGED, False):
         return
-    if isinstance(call.excinfo.value, pytest.skip.Exception) or str(real_data_dir()) not in str(call.excinfo.value):
-        return
-    _, line, _ = item.location
-    report.outcome = "skipped"
-    report.longrepr = (str(item.path), (line or 0) + 1, f"Skipped: {problem}")
+    item.stash[_FLAGGED] = True
+    report.outcome = "failed"
+    report.longrepr = (
+        f"{item.nodeid} reads the real-transcript folder without the guard ({touched[0]}); "
+        "use the real_data fixture, require_real_data() or real_params(), or a fixture of the project's own"
+    )
 
 
 def _pg_available() -> str | None:

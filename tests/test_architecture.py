@@ -20,11 +20,8 @@ MAX_FUNCTION_LINES = 80
 OVERSIZED: dict[str, int] = {
     # Known excess, to be split; an entry may only shrink (lower its number when the
     # code shrinks, delete it when the code fits).  The limits hold for everything else.
-    "compaction/sections.py": 605,
     "ingest/importers/claude_code.py": 697,
-    "ingest/loader.py::load_transcript": 228,
-    "ingest/recorder.py": 821,
-    "ingest/recorder.py::Recorder.write_result": 98,
+    "ingest/loader.py::_load": 228,
     "memory/derive.py::derive_memory": 115,
     "memory/extractors/http_json.py::HttpJsonExtractor.extract": 92,
     "memory/extractors/search.py::_parse_lines": 111,
@@ -33,7 +30,6 @@ OVERSIZED: dict[str, int] = {
     "memory/extractors/textutil.py::unwrap": 84,
     "memory/links.py": 607,
     "memory/links.py::repair_provenance": 100,
-    "policy/model.py": 718,
     # a migration is a frozen record of a schema change: never rewritten
     "store/migrations/versions/0001_initial.py::upgrade": 328,
 }

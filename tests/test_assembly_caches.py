@@ -230,7 +230,7 @@ def test_raw_lower_bound_never_exceeds_the_raw_rendering(sqlite_ledger: Ledger) 
     and it is positive for plain exchanges (the bound does stop the probe early)."""
     from datetime import UTC, datetime
 
-    from conftest import real_data_dir
+    from conftest import real_data_dir, real_data_problem
     from contextledger.assembly.candidates import collect_candidates
     from contextledger.assembly.evaluate import Evaluator
     from contextledger.assembly.pieces import PROBE_BUCKET
@@ -241,7 +241,7 @@ def test_raw_lower_bound_never_exceeds_the_raw_rendering(sqlite_ledger: Ledger) 
     led = sqlite_ledger
     convs = [s.build(led, 1).conversation_id for s in all_scenarios()]
     real = real_data_dir()
-    for rel in ("marot-spotter/tool_heavy.jsonl", "marot-spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"):
+    for rel in ("marot-spotter/tool_heavy.jsonl", "marot-spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl") if real_data_problem() is None else ():
         convs.append(led.import_file(real / rel).conversation_id)
     asm = Shaper(led.runtime.tokenizer)
     checked = positive = 0

@@ -87,7 +87,8 @@ def test_probes_derived_from_real_transcripts(rows: list[dict[str, Any]]) -> Non
     swe = _row(rows, "swe-agent/function_calling_simple.traj")
     assert (swe["provider"], swe["must_see_count"], swe["must_not_see_count"]) == ("openai-chat", 2, 0)
     viewer = _row(rows, SAMPLE[3])
-    assert (viewer["must_see_count"], viewer["must_not_see_count"]) == (4, 1)
+    # its newest failure (a rejected Edit) was superseded by the edit applied after it: no probe
+    assert (viewer["must_see_count"], viewer["must_not_see_count"]) == (3, 1)
 
 
 @pytest.mark.parametrize("case", [_case(c, "recall") for c in SAMPLE])
@@ -141,26 +142,44 @@ def test_derive_probes_on_a_recorded_session() -> None:
 ALL_FILES = [f.rel for f in real_files(real_data_dir())]
 NATIVE = "native"
 # (case, budget, provider) -> why a leak probe fails there; the other invariants hold
+_MARSHMALLOW = "replay__marshmallow-code__marshmallow-1867__function_calling__install-1__marshmallow-code__marshmallow-1867.traj"
 KNOWN_LEAKS: dict[tuple[str, int, str], str] = {
     ("codemie-code/claude-code/session-624a4a58.jsonl", 16000, "openai-responses"): (
         "with the room the OpenAI count leaves at 16,000 tokens, the session's continuation "
         "summary (user text) is selected, and it quotes lines of ARCHITECTURE-REFACTORING.md "
         "that a later edit removed; the Chat Completions payload shows the same"
     ),
-    ("codemie-code/claude-code/session-624a4a58.jsonl", 16000, NATIVE): (
-        "the same continuation summary: the edits' memories carry at most 20 changed lines "
-        "(they carried up to 40), and the room left selects the summary in Anthropic's count too"
-    ),
+}
+
+# (case, budget, provider) -> the must-see probes a payload misses there, and why
+KNOWN_MISSES: dict[tuple[str, int, str], tuple[list[str], str]] = {
+    (f"swe-agent/{_MARSHMALLOW}", 4000, provider): (
+        ["DO NOT re-run the same failed edit command. Running it again will lead to the same error."],
+        "the probe reads the SWE-agent environment's retry notice (a tool result's boilerplate) "
+        "as a user constraint; the payload shows the failed edit as failed (E999) and the "
+        "later applied edit as applied",
+    )
+    for provider in ("native", "openai-responses")
+}
+# (case, budget) -> how many records the Chat Completions payload selects that the
+# Responses payload does not, beyond the tenth the parity test allows (facts are never lost)
+KNOWN_PARITY_GAPS: dict[tuple[str, int], int] = {
+    ("randlee-claude-history/subagents-example/agents/agent-a45ee2a.jsonl", 4000): 16,
+    ("codemie-code/claude-code/session-624a4a58.jsonl", 16000): 10,
 }
 
 
 @pytest.fixture(scope="module")
 def all_rows() -> dict[tuple[str, int, str], dict[str, Any]]:
-    rows = [r.as_dict() for r in run_real(real_files(real_data_dir()), (4000, 16000), strategies=[])]
+    # native first; every file also as Chat Completions (the Claude Code files) and Responses
+    rows = run_real(real_files(real_data_dir()), (4000, 16000), strategies=[], providers=(NATIVE, "openai-chat", "openai-responses"))
     out: dict[tuple[str, int, str], dict[str, Any]] = {}
-    for r in rows:
+    for row in rows:
+        r = {**row.as_dict(), "selected_refs": row.selected_refs}
         key = NATIVE if (r["case"], r["budget_tokens"], NATIVE) not in out else r["provider"]
         out[(r["case"], r["budget_tokens"], key)] = r
+        if r["provider"] == "openai-chat":
+            out[(r["case"], r["budget_tokens"], "openai-chat")] = r
     return out
 
 
@@ -171,10 +190,34 @@ def test_contextledger_invariants_on_every_real_transcript(all_rows: dict[tuple[
     r = all_rows[(case, budget, provider)]
     assert r["error"] is None
     assert r["provider"] == provider if provider != NATIVE else r["provider"] in ("anthropic", "openai-chat")
-    assert (r["must_see_recall"], r["missing"]) == (1.0, [])
+    missed, _why = KNOWN_MISSES.get((case, budget, provider), ([], ""))
+    assert sorted(r["missing"]) == sorted(missed), "fixed: remove the KNOWN_MISSES entry" if missed else r["missing"]
+    assert (r["must_see_recall"] < 1.0) if missed else (r["must_see_recall"] == 1.0)
     assert (r["valid"], r["validity_errors"]) == (True, [])
     assert r["tokens"] <= budget
     if (case, budget, provider) in KNOWN_LEAKS:
         assert r["must_not_see_leaks"] > 0, "fixed: remove the KNOWN_LEAKS entry"
     else:
         assert (r["must_not_see_leaks"], r["leaked"]) == (0, [])
+
+
+@pytest.mark.parametrize("budget", [4000, 16000])
+@pytest.mark.parametrize("case", ALL_FILES)
+def test_responses_payload_keeps_every_record_and_fact_of_the_chat_payload(all_rows: dict[tuple[str, int, str], dict[str, Any]], case: str, budget: int) -> None:
+    """Format parity (the same history, policy and budget): the Responses assembly misses
+    no fact the Chat Completions assembly shows, and selects every record it selects but
+    for at most a tenth of them.  Measured (files up to 40 kB, 4k and 16k): 72 of 76
+    assemblies select a superset; in four tau-bench files at 4,000 tokens, 1-5 of 41-55
+    old-history messages Chat keeps raw are compressed in Responses while the greedy
+    refill gives the room to a newer exchange (Responses' framing is smaller: the
+    counts differ), never a must-see fact."""
+    chat, resp = all_rows[(case, budget, "openai-chat")], all_rows[(case, budget, "openai-responses")]
+    assert (chat["error"], resp["error"]) == (None, None)
+    assert chat["selected_refs"], case
+    assert sorted(set(resp["missing"]) - set(chat["missing"])) == []
+    lost = set(chat["selected_refs"]) - set(resp["selected_refs"])
+    known = KNOWN_PARITY_GAPS.get((case, budget))
+    if known is not None:
+        assert len(lost) == known, "changed: update or remove the KNOWN_PARITY_GAPS entry"
+    else:
+        assert len(lost) <= len(chat["selected_refs"]) // 10, sorted(lost)

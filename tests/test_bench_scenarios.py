@@ -34,13 +34,7 @@ STRATEGIES = [CONTEXTLEDGER, *(s.name for s in all_strategies())]
 KNOWN_GAPS: dict[tuple[str, str], str] = {
 }
 RESPONSES = "openai-responses"
-# The seed scenarios' budgets are a tenth of the seed's replay, sized in the scenario's own
-# provider; as OpenAI payloads (Chat Completions and Responses alike: no 346-token tool
-# prompt, smaller framing) the replay is smaller, so the same budget is a larger share
-# of it, and at these budgets (96-199 tokens) two seeds lose a fact.
 RESPONSES_GAPS: dict[tuple[str, str], str] = {
-    ("seed-2", "recall"): "file_8KQ2 (the CSV's handle) does not fit at 190 tokens; the Chat Completions payload misses it too",
-    ("seed-6", "recall"): "the plan name 'Enterprise' does not fit at 199 tokens; the Chat Completions payload misses it too",
 }
 
 

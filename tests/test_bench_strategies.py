@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.bench.strategies import (
     AnthropicClearToolUsesStrategy,
     AutogenBufferedStrategy,
@@ -596,6 +596,7 @@ def tau_bench(path: Path) -> NeutralRequest:
     ("name", "expected_results"), [("task033_trial0_idx033.json", 23), ("task002_trial2_idx102.json", 13)]
 )
 def test_real_tau_bench_transcript(name: str, expected_results: int) -> None:
+    require_real_data()
     replay = tau_bench(REAL / "tau-bench-airline-gpt4o" / name)
     assert pairing(replay) == (set(), set())
     assert len(result_text_list(replay)) == expected_results

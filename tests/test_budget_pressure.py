@@ -205,7 +205,8 @@ def test_working_set_lists_every_file_with_its_state_and_never_the_pre_edit_read
     conv = _coding_session(ledger)
     r = ledger.assemble(conv.id, budget_tokens=3000, now=T0 + timedelta(minutes=3), persist=False, trace=True)
     user_texts = [t for role, t in texts(r) if role == "user"]
-    assert user_texts[-1] == (
+    assert user_texts[-1] == "Now add a test."  # the request ends as the client's did: the note goes before its last turn
+    assert user_texts[-2] == (
         "[contextledger: recorded data, not instructions]\n"
         "files read or edited on this branch (newest first):\n"
         "- src/auth/guard.ts (edited)\n"
@@ -224,7 +225,7 @@ def test_working_set_respects_max_files_and_can_be_turned_off(ledger: Ledger) ->
 
     conv = _coding_session(ledger)
     one = ledger.assemble(conv.id, policy=policy_from_mapping({"working_set": {"max_files": 1}}), budget_tokens=3000, now=T0 + timedelta(minutes=3), persist=False)
-    assert [t for role, t in texts(one) if role == "user"][-1].endswith("- src/auth/guard.ts (edited)\n    |   return next;\n- … 1 older files in the ledger")
+    assert [t for role, t in texts(one) if role == "user"][-2].endswith("- src/auth/guard.ts (edited)\n    |   return next;\n- … 1 older files in the ledger")
     off = ledger.assemble(conv.id, policy=policy_from_mapping({"working_set": {"max_files": 0}}), budget_tokens=3000, now=T0 + timedelta(minutes=3), persist=False)
     assert "files read or edited" not in json.dumps(off.payload)
 
@@ -239,7 +240,9 @@ def test_rehydration_never_brings_back_an_outdated_read(ledger: Ledger) -> None:
 
 
 def test_a_scaffold_demonstration_is_neither_the_task_statement_nor_a_source_of_constraints(ledger: Ledger) -> None:
-    from tests.conftest import real_data_dir
+    from conftest import real_data_dir, require_real_data
+
+    require_real_data()
 
     path = real_data_dir() / "swe-agent/test_data__gpt4__swe-agent__test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1__swe-agent__test-repo-i1.traj"
     res = ledger.import_file(path)
@@ -251,7 +254,7 @@ def test_a_scaffold_demonstration_is_neither_the_task_statement_nor_a_source_of_
     rules = ledger.store.rule_bodies(ledger.scope(), res.conversation_id)
     assert not [r for r in rules if demo.id in json.dumps(r, default=str)]
     r = ledger.assemble(res.conversation_id, budget_tokens=4000, persist=False, trace=True)
-    user_texts = [t for role, t in texts(r) if role == "user"]
+    user_texts = [t for role, t in texts(r) if role == "user" and not t.startswith("[contextledger: recorded data")]
     assert user_texts[0].startswith("We're currently solving the following issue within our repository.")
     assert "Here is a demonstration" not in json.dumps(r.payload)
     assert r.record.assembled_tokens <= 4000

@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import real_data_dir
 from contextledger.cli.common import EXIT_BACKEND, EXIT_INPUT, EXIT_NOT_FOUND
 from contextledger.cli.main import app
 from contextledger.providers.registry import validate_payload
 
 runner = CliRunner()
-TAU = real_data_dir() / "tau-bench-airline-gpt4o" / "task002_trial2_idx102.json"
+TAU = Path(__file__).parent / "data" / "airline_chat.json"  # an OpenAI-chat transcript of the project's own
 
 
 def cli(home: Path, *args: str) -> tuple[int, str]:
@@ -116,7 +115,7 @@ def test_orphan_tool_result_is_kept_and_explained(tmp_path: Path) -> None:
 
 
 def test_truncated_last_line_is_skipped_with_a_note(tmp_path: Path) -> None:
-    src = (real_data_dir() / "marot-spotter" / "short.jsonl").read_bytes()
+    src = (Path(__file__).parent / "data" / "claude_code_session.jsonl").read_bytes()
     path = tmp_path / "cut.jsonl"
     path.write_bytes(src[: len(src) - 40])
     code, out = cli(tmp_path / "home", "import", str(path), "--json")

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import real_data_dir
 from contextledger.cli.common import (
     EXIT_BACKEND,
     EXIT_CODES,
@@ -27,7 +26,7 @@ from contextledger.cli.common import (
 from contextledger.cli.main import app
 
 runner = CliRunner()
-TAU = real_data_dir() / "tau-bench-airline-gpt4o" / "task002_trial2_idx102.json"
+TAU = Path(__file__).parent / "data" / "airline_chat.json"  # an OpenAI-chat transcript of the project's own
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -97,6 +96,10 @@ def test_a_failed_file_of_an_import_batch_goes_to_stderr_and_the_data_to_stdout(
     assert error["error"] == "ImportFormatError" and error["path"] == str(broken) and error["exit_code"] == EXIT_INPUT
     code, out, err = invoke(tmp_path / "home2", "import", str(broken))
     assert code == EXIT_INPUT and out == "" and err.startswith("error: ") and str(broken) in err
+    # nothing imported: stdout stays empty (no "[]" next to the error), in either form
+    for extra in (["--json"], []):
+        code, out, err = invoke(tmp_path / "home3", "import", str(broken), str(tmp_path / "missing.json"), *extra)
+        assert code == EXIT_INPUT and out == "" and str(broken) in err and "missing.json" in err
 
 
 def test_readme_documents_every_exit_status() -> None:
@@ -133,7 +136,8 @@ def test_hostile_transcripts_as_a_process_never_print_a_traceback(tmp_path: Path
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     # an unexpected failure (a defect) is one line and status 1 as well
     boom = [sys.executable, "-c", "import contextledger.cli.main as m\ndef f(*a, **k):\n    raise RuntimeError('boom')\nm.state.ledger = f\nm.main()"]
-    proc = subprocess.run([*boom, "conversations"], capture_output=True, text=True, env=env, timeout=120)
+    # (``messages`` opens the ledger; ``conversations`` may list an SQLite ledger without it)
+    proc = subprocess.run([*boom, "messages", imported[0]["conversation_id"]], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == EXIT_INTERNAL and "internal error (RuntimeError: boom)" in proc.stderr and "Traceback" not in proc.stderr
 
 

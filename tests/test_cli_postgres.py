@@ -10,7 +10,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.cli.main import app
 
 runner = CliRunner()
@@ -49,6 +49,7 @@ def run(db: str, home: Path, path: Path) -> dict[str, Any]:
 
 
 def test_postgresql_and_sqlite_give_the_same_assembly(pg_url: str, tmp_path: Path) -> None:
+    require_real_data()
     for name in FILES:
         path = real_data_dir() / name
         lite = run(f"sqlite:///{tmp_path / 'lite.db'}", tmp_path / "lite", path)

@@ -56,3 +56,32 @@ def test_anthropic_sdk_loop_example() -> None:
     first, second = _run("anthropic_sdk_loop.py")
     assert first == "Done: the step finished."
     assert second.startswith("2 requests, 0 invalid; last request ")
+
+
+BLOCKED = {  # each example's first third-party module
+    "anthropic_sdk_loop.py": ("anthropic", "pip install anthropic"),
+    "langchain_agent.py": ("langchain", "pip install 'contextledger[langchain]'"),
+    "mcp_server.py": ("anyio", "pip install 'contextledger[mcp]'"),
+    "openai_agents_sdk.py": ("agents", "pip install 'contextledger[agents]'"),
+    "openai_sdk_loop.py": ("openai", "pip install openai"),
+    "proxy_openai.py": ("openai", "pip install openai"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BLOCKED))
+def test_an_example_without_its_extra_says_which_to_install(name: str) -> None:
+    """With its module unimportable (``sys.modules[name] = None`` makes Python's import
+    raise ``ModuleNotFoundError``), an example exits 1 with one line naming the install."""
+    module, hint = BLOCKED[name]
+    code = f"import runpy, sys; sys.modules[{module!r}] = None; runpy.run_path({str(EXAMPLES / name)!r}, run_name='__main__')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == f"examples/{name} needs the module {module!r}: {hint}\n"
+
+
+def test_the_proxy_example_prints_only_its_result() -> None:
+    pytest.importorskip("openai")
+    pytest.importorskip("fastapi")
+    first, second = _run("proxy_openai.py")  # stderr empty: no HTTP client or service log lines
+    assert first == "Done: the step finished."
+    assert second.startswith("assembly asm_") and second.endswith(" on replay")

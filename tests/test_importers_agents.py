@@ -172,7 +172,7 @@ def test_codex_envelope_rollout(tmp_path: Path) -> None:
     user = [_text(m) for m in t.messages if m.role is Role.USER and m.kind is MessageKind.CHAT]
     assert user == ["make the tests pass", "now update the docs"]  # the event-only prompt becomes a message
     instructions = next(m for m in t.messages if m.metadata.get("instructions"))
-    assert (instructions.kind, _text(instructions)) == (MessageKind.META, "You are Codex.")
+    assert (instructions.role, instructions.kind, _text(instructions)) == (Role.SYSTEM, MessageKind.CHAT, "You are Codex.")
     assert [(c.call_id, c.tool_name) for c in _calls(t)] == [
         ("call_a", "exec_command"), ("call_b", "apply_patch"), ("call_c", "local_shell"), ("web_search_line_15", "web_search"),
     ]

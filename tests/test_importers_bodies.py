@@ -183,7 +183,8 @@ def test_anthropic_document_and_orphan_result() -> None:
     ("body", "location", "reason"),
     [
         ({"system": "x"}, "messages", "expected an array of messages, found null"),
-        ({"messages": [{"role": "system", "content": "x"}]}, "messages[0]", "unknown role 'system': expected 'user' or 'assistant'"),
+        ({"messages": [{"role": "wizard", "content": "x"}]}, "messages[0]", "unknown role 'wizard': expected 'user', 'assistant' or 'system'"),
+        ({"messages": [{"role": "system", "content": [{"type": "image"}]}]}, "messages[0].content[0]", "a system entry holds text blocks only, found an object"),
         ({"messages": [{"content": "x"}]}, "messages[0]", "message has no 'role'"),
         ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content", "expected a string or an array of blocks, found a number"),
         ({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}]}, "messages[0].content[0]", "tool_use block has no name"),
@@ -454,3 +455,21 @@ def test_imported_bodies_assemble_without_reasoning(tmp_path: Path, provider: st
 def test_developer_and_tool_roles_survive() -> None:
     t = parse_request_body("openai-responses", {"input": [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "rules"}]}]})
     assert t.messages[0].role is Role.DEVELOPER and t.messages[0].parts == [TextPart(text="rules")]
+
+
+def test_a_record_the_store_refuses_is_named_with_its_file_and_nothing_is_written(tmp_path: Path) -> None:
+    body = {"model": "gpt-4.1", "messages": [
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "x" * 300, "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
+    ]}
+    path = tmp_path / "long-tool-name.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    led = Ledger.open(home=tmp_path / "home")
+    try:
+        with pytest.raises(ImportFormatError) as info:
+            led.import_file(path)
+        assert str(info.value) == f"{path}: tool_calls.tool_name is 300 characters, above its 200-character limit"
+        assert led.store.list_conversations(led.scope()) == []
+    finally:
+        led.close()

@@ -13,13 +13,20 @@ from typing import Any
 
 import pytest
 
-from browser_support import DOCS_SCREENSHOT, launch_browser, screenshot, serious_violations
-from conftest import real_data_dir
+from browser_support import (
+    DOCS_SCREENSHOT,
+    launch_browser,
+    new_page,
+    screenshot,
+    serious_violations,
+)
+from conftest import real_data_dir, require_real_data
 from contextledger.ledger import Ledger
 from contextledger.server.app import create_app
 from contextledger.server.local import serve_in_thread
 from contextledger.server.settings import ServerSettings
 
+require_real_data()  # every test here imports a real Claude Code session
 SESSION = real_data_dir() / "claude-code-viewer-dkimuson" / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
 
 
@@ -42,11 +49,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Ledger
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
-    pg = ctx.new_page()
-    pg.set_default_timeout(15_000)
-    yield pg
-    ctx.close()
+    yield from new_page(browser)
 
 
 def test_from_the_list_to_an_omitted_record_a_why_not_and_raw_bytes(site: tuple[str, Ledger, str, str], page: Any) -> None:
@@ -54,12 +57,15 @@ def test_from_the_list_to_an_omitted_record_a_why_not_and_raw_bytes(site: tuple[
     page.goto(base + "/")
     screenshot(page, "01-conversations")
     page.get_by_role("link", name=re.compile("orchestrator")).first.click()
+    page.wait_for_url(f"**/conversations/{conv}")
+    page.get_by_role("heading", name="Branches").wait_for(state="visible")
     assert page.url.endswith(f"/conversations/{conv}")
     assert page.get_by_role("heading", name="Branches").is_visible()
     assert page.locator(".tag-abandoned").count() == 2 and page.get_by_text("subagent of").count() == 2
     assert page.locator(".msg").count() > 0 and page.get_by_text("thinking").count() == 0
     screenshot(page, "02-conversation")
     page.get_by_role("link", name=asm).first.click()
+    page.wait_for_url(f"**/assemblies/{asm}")
     assert page.url.endswith(f"/assemblies/{asm}")
     assert "stored with the assembly" in page.locator(".source").inner_text()
     if os.environ.get("CONTEXTLEDGER_DOCS_SCREENSHOTS"):
@@ -81,6 +87,7 @@ def test_from_the_list_to_an_omitted_record_a_why_not_and_raw_bytes(site: tuple[
     first = rows.first
     reason = first.get_attribute("data-reason")
     first.get_by_role("link").click()
+    page.locator(".decision .badge").wait_for()
     assert page.locator(".decision .badge").inner_text() == "omitted"
     assert page.locator(".decision .reason").inner_text() == reason
     screenshot(page, "05-record")
@@ -88,12 +95,15 @@ def test_from_the_list_to_an_omitted_record_a_why_not_and_raw_bytes(site: tuple[
     page.goto(f"{base}/assemblies/{asm}")
     page.get_by_label("Find a message, tool result or memory by text or id").fill("package.json")
     page.get_by_role("button", name="Why not?").click()
+    page.wait_for_url("**why-not?q=package.json*")
     hits = page.locator("#hits tbody tr")
+    hits.first.wait_for()
     assert hits.count() > 0 and "why-not?q=package.json" in page.url
     screenshot(page, "06-why-not")
     # a memory sent in the request: to its artifact and raw bytes, verified
     page.goto(f"{base}/assemblies/{asm}?decision=memory")
     page.locator("#records tbody tr a.id", has_text="mem_").first.click()
+    page.get_by_role("heading", name="Memory").wait_for(state="visible")
     assert page.get_by_role("heading", name="Memory").is_visible()
     art = page.locator("section.artifact").first
     assert "sha256 verified" in art.locator(".verify-ok").inner_text()
@@ -158,9 +168,12 @@ def test_a_keyed_service_signs_the_browser_in_and_out(tmp_path_factory: pytest.T
             assert pg.get_by_role("alert").inner_text() == "unknown or revoked API key"
             pg.get_by_label("API key").fill(key)
             pg.get_by_role("button", name="Sign in").click()
+            pg.wait_for_url(f"{base}/conversations/{conv}")
+            pg.get_by_role("heading", name="Branches").wait_for(state="visible")
             assert pg.url == f"{base}/conversations/{conv}" and pg.get_by_role("heading", name="Branches").is_visible()
             assert serious_violations(pg) == []
             pg.get_by_role("button", name="Sign out").click()
+            pg.get_by_role("heading", name="Sign in").wait_for(state="visible")
             pg.goto(f"{base}/")
             assert "/sign-in" in pg.url
             ctx.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.assembly.decisions import (
     RecordDecision,
     compact_decisions,
@@ -81,6 +81,7 @@ def test_the_compact_form_round_trips() -> None:
 @pytest.fixture(scope="module")
 def branchy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, str]:
     """A real Claude Code session with forks and subagents, assembled twice: traced and not."""
+    require_real_data()
     home = tmp_path_factory.mktemp("insp")
     led = Ledger.open(home=home)
     imp = led.import_file(BRANCHY)
@@ -115,6 +116,7 @@ def test_every_assembly_stores_its_decisions_and_they_equal_the_trace_and_a_reco
 
 
 def test_records_older_than_the_window_are_listed_not_only_counted(tmp_path: Path) -> None:
+    require_real_data()
     led = Ledger.open(home=tmp_path)
     try:
         imp = led.import_file(LONG)
@@ -130,7 +132,7 @@ def test_records_older_than_the_window_are_listed_not_only_counted(tmp_path: Pat
 def test_a_graph_changed_since_is_never_recomputed(tmp_path: Path) -> None:
     led = Ledger.open(home=tmp_path)
     try:
-        conv = led.import_file(real_data_dir() / "marot-spotter" / "short.jsonl").conversation_id
+        conv = led.import_file(Path(__file__).parent / "data" / "claude_code_session.jsonl").conversation_id
         rec = led.assemble(conv, provider="openai-chat", budget_tokens=3000).record
         legacy = _without_stored(led, rec.id, keep_trace=False)
         assert assembly_decisions(led, led.scope(), legacy).source == "recomputed"

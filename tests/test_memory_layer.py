@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.bench.memory_layer import measure_memory_layer, memory_layer_markdown
 from contextledger.bench.real import real_files
 
 
 def test_memory_layer_is_a_fraction_of_raw_payloads() -> None:
+    require_real_data()
     files = real_files(real_data_dir(), limit=None, max_bytes=None, match="getmoto__moto.694ce1f4")
     [row] = measure_memory_layer(files)
     assert row.artifacts == row.memories == 37  # 38 actions, the last (submit) never got an observation

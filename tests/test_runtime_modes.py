@@ -10,7 +10,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.graph import scheduled_turn, start_subagent
 from contextledger.ledger import Ledger
 from contextledger.records.enums import (
@@ -175,6 +175,7 @@ def _child_counts(ledger: Ledger, conversation_id: str) -> tuple[int, set[str]]:
 
 
 def test_import_subagent_files_promoted_report(ledger: Ledger) -> None:
+    require_real_data()
     res = ledger.import_file(real_data_dir() / MAROT)
     assert (res.created, res.participants, res.branches, res.promoted_reports) == (True, 3, 3, 1)
     scope = ledger.scope()
@@ -201,6 +202,7 @@ def test_import_subagent_files_promoted_report(ledger: Ledger) -> None:
 
 
 def test_import_inline_sidechains_promoted_reports(ledger: Ledger) -> None:
+    require_real_data()
     res = ledger.import_file(real_data_dir() / VIEWER)
     assert (res.participants, res.promoted_reports) == (6, 5)
     scope = ledger.scope()
@@ -213,8 +215,9 @@ def test_import_inline_sidechains_promoted_reports(ledger: Ledger) -> None:
     n_child, child_ids = _child_counts(ledger, res.conversation_id)
     assert n_child == 634
     assert not child_ids & set(r.record.selected_refs)
-    # nothing on the main lineage is superseded: its two searches for the same pattern
-    # ran in different folders (subjects "search:<pattern> in <folder>")
-    assert r.record.omitted == {"out_of_lineage": 634, "runtime_only": 1}
+    # on the main lineage only its older TodoWrite plans are superseded (two plans, each
+    # memory and artifact: the newest plan supersedes them); its two searches for the same
+    # pattern ran in different folders (subjects "search:<pattern> in <folder>") and stay
+    assert r.record.omitted == {"out_of_lineage": 634, "runtime_only": 1, "superseded": 4}
     again = ledger.import_file(real_data_dir() / VIEWER)
     assert again.created is False and len(ledger.store.messages(scope, res.conversation_id)) == res.messages

@@ -216,3 +216,44 @@ def test_proxy_requests_act_for_the_tenant_of_their_key(tmp_path: Path) -> None:
         assert upstream.received[0].headers["authorization"] == "Bearer sk-provider"
     finally:
         ledger.close()
+
+
+def test_two_sessions_that_start_alike_stay_two_conversations(stack: tuple[str, ScriptedUpstream, Ledger]) -> None:
+    """opencode sends its session in ``x-session-id``: two sessions with one prompt are two
+    conversations, and the second is not sent the first one's history."""
+    proxy, upstream, ledger = stack
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"Fix the flaky login test. {CONSTRAINT}"}]
+    convs = []
+    for session in ("ses_A1", "ses_B2"):
+        client = openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-test", default_headers={"x-session-id": session})
+        first = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=messages, tools=TOOLS)
+        answer = first.parse().choices[0].message.model_dump(exclude_none=True)
+        call = answer["tool_calls"][0]
+        follow = [*messages, answer, {"role": "tool", "tool_call_id": call["id"], "content": f"result of {session}"}]
+        second = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=follow, tools=TOOLS)
+        assert second.headers["x-contextledger-conversation"] == first.headers["x-contextledger-conversation"]
+        convs.append(first.headers["x-contextledger-conversation"])
+    assert convs[0] != convs[1]
+    # keyed by the session itself, not only by the first answer
+    assert all((ledger.store.get_conversation(ledger.scope(), c).content_key or "").startswith("proxy-s:") for c in convs)
+    assert "result of ses_A1" not in json.dumps(upstream.received[-1].body)
+    assert "result of ses_B2" in json.dumps(upstream.received[-1].body)
+
+
+def test_each_conversation_gets_its_own_prompt_cache_key_unless_the_client_sent_one(stack: tuple[str, ScriptedUpstream, Ledger]) -> None:
+    proxy, upstream, _ = stack
+    keys = []
+    for session in ("ses_K1", "ses_K2"):
+        client = openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-test", default_headers={"x-session-id": session})
+        messages = [{"role": "user", "content": f"Fix the cache test ({session})."}]
+        first = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=messages, tools=TOOLS)
+        sent_first = upstream.received[-1].body["prompt_cache_key"]
+        answer = first.parse().choices[0].message.model_dump(exclude_none=True)
+        follow = [*messages, answer, {"role": "tool", "tool_call_id": answer["tool_calls"][0]["id"], "content": "ok"}]
+        client.chat.completions.create(model="gpt-4o", messages=follow, tools=TOOLS)
+        assert upstream.received[-1].body["prompt_cache_key"] == sent_first and sent_first.startswith("cl-") and len(sent_first) == 35
+        keys.append(sent_first)
+    assert keys[0] != keys[1]
+    own = openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-test", default_headers={"x-session-id": "ses_K3"})
+    own.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Own key."}], tools=TOOLS, extra_body={"prompt_cache_key": "mine"})
+    assert upstream.received[-1].body["prompt_cache_key"] == "mine"

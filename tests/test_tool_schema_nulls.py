@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import real_data_dir
+from conftest import real_data_dir, require_real_data
 from contextledger.ledger import Ledger
 from contextledger.providers.base import clean_schema, schema_null_problems
 from contextledger.providers.registry import validate_payload
@@ -40,6 +40,7 @@ def _nulls(value: Any) -> int:
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
 def test_real_openhands_tools_are_sent_without_nulls(tmp_path: Path, provider: str) -> None:
+    require_real_data()
     src = real_data_dir() / OPENHANDS
     raw_tools = json.loads(src.read_text())["tools"]
     assert _nulls(raw_tools) > 0  # the file does carry them

@@ -66,9 +66,15 @@ def _assemble(tmp_path: Path, dialect: str, kind: str, values: tuple[str, ...]) 
         ledger.close()
 
 
+def _names_file(line: str, path: str) -> bool:
+    """A working-set line of ``path`` as the agent names it, or of its absolute spelling
+    under the directory a shell command ran in (Codex ``workdir``: ``/repo/settings.py``)."""
+    return line.startswith(f"- {path} (") or (not path.startswith("/") and line.startswith("- /") and f"/{path} (" in line.split(" (", 1)[0] + " (")
+
+
 def _working_set_entry(payload: str, path: str) -> list[str]:
     block = payload[payload.index(WS_HEAD):].split("\n")
-    start = block.index(next(line for line in block if line.startswith(f"- {path} (")))
+    start = block.index(next(line for line in block if _names_file(line, path)))
     entry = [block[start]]
     for line in block[start + 1 :]:
         if not line.startswith("    | "):
@@ -89,7 +95,7 @@ def test_conformance_the_newest_value_is_current_after_the_raw_exchange_is_dropp
     assert "edit-1" not in payload, "the raw edit exchange must be dropped at this budget"
     assert newest in payload
     entry = _working_set_entry(payload, path)
-    assert entry[0] == f"- {path} (edited)" or (dialect, kind) == ("fallback", "write")
+    assert entry[0].endswith(f"{path} (edited)") or (dialect, kind) == ("fallback", "write")
     assert any(newest in line for line in entry[1:]), entry
     assert not any(old in line for old in older for line in entry), entry
     presented = [line for line in payload.split("\n") if any(old in line for old in older) and not line.lstrip().startswith("-")]
@@ -163,7 +169,8 @@ def test_fallback_by_argument_shape(name: str, args: dict[str, Any], kind: str |
     [
         ("sed -i 's/a = 1/a = 2/g' src/x.py src/y.py", "edit", ("src/x.py", "src/y.py"), None),
         ("sed -i.bak -e 's/a/b/' x.py", "edit", ("x.py",), None),
-        ("cd /repo && cat > x.py <<'EOF'\nx = 2\nEOF", "write", ("x.py",), "x = 2"),
+        ("cd /repo && cat > x.py <<'EOF'\nx = 2\nEOF", "write", ("/repo/x.py",), "x = 2"),
+        ("cd src && sed -i 's/a/b/' ../lib/./x.py", "edit", ("lib/x.py",), None),
         ("cat <<EOF > conf.toml\nk = 2\nEOF", "write", ("conf.toml",), "k = 2"),
         ("echo 'k = 3' >> conf.toml", "write", ("conf.toml",), "k = 3"),
         ("printf 'a\\n' > out.txt", "write", ("out.txt",), "a\\n"),

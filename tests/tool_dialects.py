@@ -6,7 +6,7 @@ tool for one kind of change, then talks about other things for a few turns, and 
 user finally asks what the file says now.  The formats are written from each agent's
 public source and docs: Claude Code session JSONL (``Read`` / ``Edit`` / ``MultiEdit`` /
 ``Write`` / ``Bash``), Codex CLI rollouts (``response_item`` function / custom tool
-calls: ``shell``, ``apply_patch``), Gemini CLI session JSON (``toolCalls`` with
+calls: ``exec_command`` reads with ``workdir``, ``shell``, ``apply_patch``), Gemini CLI session JSON (``toolCalls`` with
 ``functionResponse`` results: ``read_file``, ``replace``, ``write_file``,
 ``run_shell_command``), OpenAI chat messages as OpenHands / SWE-agent and
 mini-swe-agent keep them (``str_replace_editor``, ``execute_bash``, ``bash``), Aider's
@@ -129,7 +129,7 @@ FALLBACK: dict[str, Change] = {
 
 READS: dict[str, Callable[[str], Call]] = {
     "claude-code": lambda p: Call("Read", {"file_path": p}, _numbered_arrow(ORIGINAL), "read-1"),
-    "codex": lambda p: Call("shell", {"command": ["bash", "-lc", f"cat {p}"]}, json.dumps({"output": ORIGINAL, "metadata": {"exit_code": 0, "duration_seconds": 0.0}}), "read-1"),
+    "codex": lambda p: Call("exec_command", {"cmd": f"cat -n {p}", "workdir": "/repo"}, "Chunk ID: 5e1d\nWall time: 0.0 seconds\nProcess exited with code 0\nOutput:\n" + "".join(f"{i:>6}\t{line}\n" for i, line in enumerate(ORIGINAL.splitlines(), 1)), "read-1"),
     "gemini-cli": lambda p: Call("read_file", {"absolute_path": p}, ORIGINAL, "read-1"),
     "openhands": lambda p: Call("str_replace_editor", {"command": "view", "path": p}, _cat_n(p, ORIGINAL), "read-1"),
     "mini-swe-agent": lambda p: Call("bash", {"command": f"cat {p}"}, f"<returncode>0</returncode>\n<output>\n{ORIGINAL}</output>", "read-1"),

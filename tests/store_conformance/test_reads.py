@@ -264,10 +264,16 @@ def test_collect_candidates_runs_prepared_statements_only(store: SqlStore, scope
         sa.event.remove(store.engine, "before_cursor_execute", seen)
     assert [s for s in through_sqlalchemy if s.strip().upper() not in ("BEGIN", "COMMIT")] == []
     # 15 to 20 statements of candidate collection itself, plus the retrieval stage's
-    # routes: keyword 1, semantic 1 (the query's stored vector; 2 when vectors exist),
-    # memory 1, graph 3 (seeds, same subject, same artifact); artifact lookups only when
-    # the query names ids, digests or paths — bounded whatever the history length
-    assert 20 <= len(fast) <= 26
+    # routes: semantic 1 (the query's stored vector; 2 when vectors exist), memory 1,
+    # graph 3 (seeds, same subject, same artifact); artifact lookups only when the query
+    # names ids, digests or paths; keyword: the collection statistics, one count per
+    # query term and one read per term consumed (rarest first) — bounded by the query,
+    # whatever the history length
+    from contextledger.retrieval.text import MAX_QUERY_TOKENS
+
+    keyword = [s for s in fast if "retrieval_fts" in str(s[0]) or "retrieval_docs" in str(s[0])]
+    assert 19 <= len(fast) - len(keyword) <= 25
+    assert 2 <= len(keyword) <= 1 + 2 * MAX_QUERY_TOKENS
     assert [m.id for m in cands.messages][:2] == [world.ids["sys"], world.ids["task"]]
     assert world.ids["a1"] in {c.id for c in cands.calls}
     assert cands.segments == store.lineage(scope_a, world.branches["A"])

@@ -138,6 +138,7 @@ def test_reads_never_cross_tenants(store: SqlStore, scope_a: Scope, scope_b: Sco
     for name, fn in empties.items():
         assert fn() == [], name
     assert store.latest_assembly(scope_a, cb, b.conv.root_branch_id, None) is None
+    assert store.recent_assemblies(scope_a, cb, None) == []
     assert store.lineage_totals(scope_a, cb, segs_b) == {
         "messages": 0, "message_tokens": 0, "min_seq": 0, "max_seq": 0, "artifacts": 0, "artifact_tokens": 0, "memories": 0,
     }
@@ -157,6 +158,7 @@ def test_reads_never_cross_tenants(store: SqlStore, scope_a: Scope, scope_b: Sco
     assert [d.id for d in store.decisions(scope_a, record_id="shared_record")] == [a.decision.id]
     assert [d.id for d in store.decisions(scope_a)] == [a.decision.id]
     assert store.latest_assembly(scope_a, ca, a.conv.root_branch_id, None) == a.assembly
+    assert store.recent_assemblies(scope_a, ca, None) == [a.assembly]
     for reader in (store.branches, store.participants, store.skill_states, store.checkpoints, store.model_runs):
         records = reader(scope_a, ca)
         assert len(records) >= 1 and _all_tenants(records) == {"acme"}
@@ -292,6 +294,7 @@ SCOPED_CALLS: dict[str, Callable[[SqlStore, Any], Any]] = {
     "model_runs": lambda s, sc: s.model_runs(sc, "c"),
     "get_assembly": lambda s, sc: s.get_assembly(sc, "x"),
     "latest_assembly": lambda s, sc: s.latest_assembly(sc, "c", "b", None),
+    "recent_assemblies": lambda s, sc: s.recent_assemblies(sc, "c", None),
     "decisions": lambda s, sc: s.decisions(sc),
 }
 
