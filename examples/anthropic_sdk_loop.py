@@ -9,13 +9,19 @@ checks every request against the Messages rules.  Against the real API, drop the
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 
-from anthropic import Anthropic
+from contextledger.extras import missing_extra
 
-from contextledger import Ledger
-from contextledger.server.local import serve_in_thread
-from contextledger.server.scripted import ScriptedUpstream
+try:
+    from anthropic import Anthropic
+
+    from contextledger import Ledger
+    from contextledger.server.local import serve_in_thread
+    from contextledger.server.scripted import ScriptedUpstream
+except ModuleNotFoundError as exc:  # an optional extra is not installed
+    sys.exit(missing_extra(exc, "examples/anthropic_sdk_loop.py"))
 
 TOOLS = [{"name": "run", "description": "Run a shell command.",
           "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]

@@ -8,14 +8,20 @@ model, pass ``ChatOpenAI(...)`` or ``"openai:gpt-4o"`` to ``create_agent``.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 
-from langchain.agents import create_agent
-from langchain_core.messages import AIMessage
-from langchain_core.tools import tool
+from contextledger.extras import missing_extra
 
-from contextledger import Ledger
-from contextledger.adapters.langchain import LedgerMiddleware, ScriptedChatModel
+try:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+
+    from contextledger import Ledger
+    from contextledger.adapters.langchain import LedgerMiddleware, ScriptedChatModel
+except ModuleNotFoundError as exc:  # an optional extra is not installed
+    sys.exit(missing_extra(exc, "examples/langchain_agent.py"))
 
 
 @tool

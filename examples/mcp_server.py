@@ -7,13 +7,19 @@ server runs over stdio with ``contextledger mcp`` (point an MCP client at that c
 
 from __future__ import annotations
 
+import sys
 import tempfile
 
-import anyio
-from mcp import Client
+from contextledger.extras import missing_extra
 
-from contextledger import Ledger
-from contextledger.adapters.mcp import build_server
+try:
+    import anyio
+    from mcp import Client
+
+    from contextledger import Ledger
+    from contextledger.adapters.mcp import build_server
+except ModuleNotFoundError as exc:  # an optional extra is not installed
+    sys.exit(missing_extra(exc, "examples/mcp_server.py"))
 
 LOG = "INFO start\n" + "INFO request ok\n" * 2000 + "ERROR pool exhausted: 64/64 connections in use\n"
 

@@ -9,13 +9,19 @@ model, drop ``model=`` from the ``Agent``.
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 
-from agents import Agent, RunConfig, Runner, function_tool
-from agents.testing import ScriptedModel, assistant_message, function_call
+from contextledger.extras import missing_extra
 
-from contextledger import Ledger
-from contextledger.adapters.openai_agents import LedgerSession, ledger_input_filter
+try:
+    from agents import Agent, RunConfig, Runner, function_tool
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from contextledger import Ledger
+    from contextledger.adapters.openai_agents import LedgerSession, ledger_input_filter
+except ModuleNotFoundError as exc:  # an optional extra is not installed
+    sys.exit(missing_extra(exc, "examples/openai_agents_sdk.py"))
 
 
 @function_tool

@@ -9,14 +9,20 @@ checks every request against the Responses rules.  Against the real API, drop th
 
 from __future__ import annotations
 
+import sys
 import tempfile
 
-from openai import OpenAI
+from contextledger.extras import missing_extra
 
-from contextledger import Ledger
-from contextledger.ingest.responses_log import ResponsesLog
-from contextledger.server.local import serve_in_thread
-from contextledger.server.scripted import ScriptedUpstream
+try:
+    from openai import OpenAI
+
+    from contextledger import Ledger
+    from contextledger.ingest.responses_log import ResponsesLog
+    from contextledger.server.local import serve_in_thread
+    from contextledger.server.scripted import ScriptedUpstream
+except ModuleNotFoundError as exc:  # an optional extra is not installed
+    sys.exit(missing_extra(exc, "examples/openai_sdk_loop.py"))
 
 TOOLS = [{"type": "function", "function": {"name": "run", "description": "Run a shell command.",
                                             "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]

@@ -9,15 +9,25 @@ never stored).
 
 from __future__ import annotations
 
+import logging
+import sys
 import tempfile
 
-from openai import OpenAI
+from contextledger.extras import missing_extra
 
-from contextledger import Ledger
-from contextledger.server import create_app
-from contextledger.server.local import serve_in_thread
-from contextledger.server.scripted import ScriptedUpstream
-from contextledger.server.settings import ServerSettings
+try:
+    from openai import OpenAI
+
+    from contextledger import Ledger
+    from contextledger.server import create_app
+    from contextledger.server.local import serve_in_thread
+    from contextledger.server.scripted import ScriptedUpstream
+    from contextledger.server.settings import ServerSettings
+except ModuleNotFoundError as exc:  # an optional extra is not installed
+    sys.exit(missing_extra(exc, "examples/proxy_openai.py"))
+
+# the HTTP clients' and the service's INFO lines are not the example's output
+logging.disable(logging.INFO)
 
 TOOLS = [{"type": "function", "function": {"name": "run", "description": "Run a shell command.",
                                             "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]
