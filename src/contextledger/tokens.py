@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["AGED_PREFIXES", "DEFAULT_ENCODING", "Tokenizer", "aged_split", "count_tokens", "get_tokenizer"]
+__all__ = ["AGED_PREFIXES", "DEFAULT_ENCODING", "Tokenizer", "aged_split", "count_tokens", "get_tokenizer", "pretoken_boundary", "split_point"]
 
 DEFAULT_ENCODING = "o200k_base"
 _lock = threading.Lock()
@@ -66,27 +66,96 @@ def _encoding(name: str) -> tiktoken.Encoding:
 
 
 CHUNK_THRESHOLD_CHARS = 256 * 1024
-"""Texts longer than this (characters) are counted in newline-aligned chunks."""
+"""Texts longer than this (characters) are counted in chunks cut at pre-token boundaries."""
 CHUNK_CHARS = 64 * 1024
+_BOUNDARY_TRIES = 64
+"""Candidate cut points tried per chunk (newlines, then spaces) before a forced cut."""
 
 
-def _chunks(text: str) -> list[str]:
-    """Split ``text`` after newlines into pieces of at most ``CHUNK_CHARS`` characters
-    (a longer line is cut at its last space before the limit, else at the limit)."""
+def pretoken_boundary(text: str, pos: int) -> bool:
+    """Whether cutting ``text`` at character ``pos`` splits no o200k (or cl100k) pre-token,
+    so the token count of the whole equals the sum of the counts of the two parts.
+
+    True at either end, after a newline followed by a character that is neither
+    whitespace nor ``/``, and before a space that follows an ASCII letter or digit.  No
+    alternative of either pre-tokeniser pattern runs from a newline into a following
+    non-space (a word's optional leading character excludes ``\r`` and ``\n``; only the
+    punctuation run may add ``/`` after its newlines), nor from a letter or digit into a
+    following space, and none looks behind (``tests/test_huge_record.py`` checks the
+    identity on random text)."""
+    if pos <= 0 or pos >= len(text):
+        return True
+    before, after = text[pos - 1], text[pos]
+    if before == "\n":
+        return not after.isspace() and after != "/"
+    return after == " " and before.isascii() and before.isalnum()
+
+
+def _last_boundary(text: str, lo: int, hi: int, mark: str) -> int | None:
+    """The last :func:`pretoken_boundary` in ``(lo, hi]`` next to a ``mark`` character
+    (a newline: the point after it; a space: the point before it), trying at most
+    :data:`_BOUNDARY_TRIES` candidates; ``None`` when none is found."""
+    shift = 1 if mark == "\n" else 0
+    end = hi - shift + 1
+    for _ in range(_BOUNDARY_TRIES):
+        i = text.rfind(mark, lo, end)
+        if i < 0:
+            return None
+        if lo < i + shift <= hi and pretoken_boundary(text, i + shift):
+            return i + shift
+        end = i
+    return None
+
+
+def _first_boundary(text: str, lo: int, hi: int, mark: str) -> int | None:
+    """The first :func:`pretoken_boundary` in ``[lo, hi)`` next to a ``mark`` character
+    (see :func:`_last_boundary`); ``None`` when none is found."""
+    shift = 1 if mark == "\n" else 0
+    start = max(0, lo - shift)
+    for _ in range(_BOUNDARY_TRIES):
+        i = text.find(mark, start, max(start, hi - shift))
+        if i < 0:
+            return None
+        if lo <= i + shift < hi and pretoken_boundary(text, i + shift):
+            return i + shift
+        start = i + 1
+    return None
+
+
+def split_point(text: str, lo: int, hi: int, *, last: bool = True) -> tuple[int, bool]:
+    """A cut point of ``text`` within ``[lo, hi]``: the last (``last``) or first
+    :func:`pretoken_boundary` after a newline, else before a space, else ``hi`` (``lo``
+    when not ``last``).  Returns ``(position, exact)`` — ``exact`` is whether the point
+    is a pre-token boundary.  Bounded: at most :data:`_BOUNDARY_TRIES` look-ups a mark."""
+    if last:
+        for mark in ("\n", " "):
+            if (found := _last_boundary(text, lo, hi, mark)) is not None:
+                return found, True
+        return hi, pretoken_boundary(text, hi)
+    for mark in ("\n", " "):
+        if (found := _first_boundary(text, lo, hi, mark)) is not None:
+            return found, True
+    return lo, pretoken_boundary(text, lo)
+
+
+def _chunks(text: str) -> tuple[list[str], int]:
+    """``text`` cut into pieces of at most ``CHUNK_CHARS`` characters at pre-token
+    boundaries (:func:`split_point`), and how many cuts were forced (no boundary within
+    a window: the sum of the pieces' counts may differ from the whole's by one token
+    per forced cut)."""
     out: list[str] = []
+    forced = 0
     start = 0
     n = len(text)
     while start < n:
         end = min(n, start + CHUNK_CHARS)
         if end < n:
-            cut = text.rfind("\n", start, end)
-            if cut <= start:
-                cut = text.rfind(" ", start, end)
-            if cut > start:
-                end = cut + 1
+            cut, exact = split_point(text, start + 1, end)
+            forced += not exact
+            end = cut
         out.append(text[start:end])
         start = end
-    return out
+    return out, forced
 
 
 AGED_PREFIXES = ("[stale ", "- stale ")
@@ -130,11 +199,12 @@ class Tokenizer:
 
     ``count`` memoises recent strings (an LRU of 65,536 entries) so repeated renders of
     the same record are not re-tokenised; an aged text (:func:`aged_split`) is counted
-    as its head plus its cached tail, so a moving ``now`` re-tokenises only the age.  Counts are exact for texts up to 256 KiB
-    characters; longer texts (multi-megabyte tool output) are counted as the sum over
-    newline-aligned chunks of at most 64 KiB, which differs from the exact count by at
-    most a token per chunk boundary and keeps counting linear (BPE on one giant
-    unbroken line is not).
+    as its head plus its cached tail, so a moving ``now`` re-tokenises only the age.
+    Texts longer than 256 KiB characters (multi-megabyte tool output) are counted as the
+    sum over chunks of at most 64 KiB cut at pre-token boundaries, which equals the
+    exact count and keeps counting linear (BPE on one giant unbroken line is not); only a
+    64 KiB window without a newline or a space after a letter is cut where it ends,
+    which may shift the count by one token (:meth:`count_slack` says how many).
     """
 
     def __init__(self, encoding_name: str = DEFAULT_ENCODING) -> None:
@@ -150,7 +220,52 @@ class Tokenizer:
             return int(self.count(text[:split])) + int(self.count(text[split:]))
         if len(text) <= CHUNK_THRESHOLD_CHARS:
             return len(self._enc.encode(text, disallowed_special=()))
-        return sum(len(self._enc.encode(c, disallowed_special=())) for c in _chunks(text))
+        return sum(len(self._enc.encode(c, disallowed_special=())) for c in _chunks(text)[0])
+
+    def count_slack(self, text: str) -> int:
+        """How far :meth:`count` of ``text`` may be from the exact count (tokens): 0 up
+        to 256 KiB characters, else the number of forced chunk cuts (usually 0).  A
+        scan for cut points, no tokenisation."""
+        if len(text) <= CHUNK_THRESHOLD_CHARS or aged_split(text) is not None:
+            return 0
+        return _chunks(text)[1]
+
+    def prefix_chars(self, text: str, max_tokens: int) -> int:
+        """Length (characters) of the longest prefix of ``text`` whose tokens are about
+        the first ``max_tokens`` of ``text``'s — found by tokenising a window of the
+        head only (doubled until it holds more than ``max_tokens`` tokens), so the work
+        is bounded by the prefix, not by ``text``.  Never cuts a character."""
+        if max_tokens <= 0:
+            return 0
+        ids = self._window(text, max_tokens, head=True)
+        if ids is None:
+            return len(text)
+        return len(self._enc.decode_bytes(ids[:max_tokens]).decode("utf-8", "ignore"))
+
+    def suffix_start(self, text: str, max_tokens: int) -> int:
+        """Where (character index) the suffix of ``text`` of about its last
+        ``max_tokens`` tokens starts — a window of the tail only is tokenised (see
+        :meth:`prefix_chars`)."""
+        if max_tokens <= 0:
+            return len(text)
+        ids = self._window(text, max_tokens, head=False)
+        if ids is None:
+            return 0
+        return len(text) - len(self._enc.decode_bytes(ids[-max_tokens:]).decode("utf-8", "ignore"))
+
+    def _window(self, text: str, max_tokens: int, *, head: bool) -> list[int] | None:
+        """Token ids of the smallest head (or tail) window of ``text`` (starting at
+        ``8 * max_tokens + 64`` characters, doubled) holding more than ``max_tokens``
+        tokens; ``None`` when the whole text holds no more."""
+        width = 8 * max_tokens + 64
+        while True:
+            part = text[:width] if head else text[-width:]
+            ids = self.encode(part)
+            if len(ids) > max_tokens:
+                return ids
+            if width >= len(text):
+                return None
+            width *= 2
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (special tokens are encoded as plain text)."""
@@ -161,11 +276,9 @@ class Tokenizer:
         return self._enc.decode(ids)
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        """The longest prefix of ``text`` of at most ``max_tokens`` tokens."""
-        ids = self.encode(text)
-        if len(ids) <= max_tokens:
-            return text
-        return self._enc.decode(ids[: max(0, max_tokens)])
+        """A prefix of ``text`` of about ``max_tokens`` tokens (whole characters; the
+        work is bounded by the prefix: :meth:`prefix_chars`)."""
+        return text[: self.prefix_chars(text, max(0, max_tokens))]
 
 
 @functools.cache

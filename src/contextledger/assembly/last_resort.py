@@ -19,6 +19,7 @@ from contextledger.handles import artifact_handle
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import OmissionReason, Shape
 from contextledger.records.parts import Part, TextPart, ToolResultPart
+from contextledger.tokens import split_point
 
 if TYPE_CHECKING:
     from contextledger.assembly.drop_order import DropState
@@ -90,19 +91,28 @@ def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str
     """``text`` within about ``max_tokens`` tokens: its first two thirds and last third
     (ending and starting at a line break when one is near, so labels stay whole), with a
     marker naming how many tokens were left out and where the full text is
-    (``ref``: ``"artifact a12"``, ``"message 12"``, ``"system prompt"``)."""
-    ids = tok.encode(text)
-    if len(ids) <= max_tokens:
+    (``ref``: ``"artifact a12"``, ``"message 12"``, ``"system prompt"``).
+
+    The omitted count is that of the left-out text itself: the whole text's count less
+    the kept head's and tail's, exact when the cuts fall on pre-token boundaries (a line
+    break or a space after a word: :func:`~contextledger.tokens.pretoken_boundary`),
+    else written ``≈N (±k)`` with ``k`` the most it can be off.  Only windows of the
+    head and tail are tokenised; the whole text is counted once (cached)."""
+    total = tok.count(text)
+    if total <= max_tokens:
         return text
-    head = tok.decode(ids[: max_tokens * 2 // 3])
-    tail = tok.decode(ids[-(max_tokens // 3) :]) if max_tokens >= 3 else ""
-    # whole lines where the text has them: a label or marker is never cut in the middle
-    if (nl := head.rfind("\n")) >= len(head) // 2:
-        head = head[:nl]
-    if 0 <= (nl := tail.find("\n")) < len(tail) // 2:
-        tail = tail[nl + 1:]
+    head_chars = tok.prefix_chars(text, max_tokens * 2 // 3)
+    p, p_exact = split_point(text, head_chars // 2, head_chars)
+    tail_at = tok.suffix_start(text, max_tokens // 3) if max_tokens >= 3 else len(text)
+    tail_at = max(tail_at, p)
+    q, q_exact = split_point(text, tail_at, tail_at + (len(text) - tail_at) // 2, last=False)
+    head, tail = text[:p], text[q:]
+    omitted = total - tok.count(head) - tok.count(tail)
+    slack = tok.count_slack(text) + (not p_exact) + (not q_exact)
+    amount = f"{omitted:,}" if not slack else f"≈{omitted:,} (±{slack:,})"
     where = f" ({ref})" if ref else ""
-    return f"{head}\n[… {len(ids) - max_tokens:,} tokens omitted; full text in the ledger{where} …]\n{tail}"
+    shown = head[:-1] if head.endswith("\n") else head
+    return f"{shown}\n[… {amount} tokens omitted; full text in the ledger{where} …]\n{tail}"
 
 
 _ERROR_LINE = re.compile(r"error|fail|exception|traceback|panic|fatal|denied|not found|assert", re.I)

@@ -155,7 +155,7 @@ def ledger_system_blocks(result: AssemblyResult, system_sha256: str | None, requ
     return [b for b in result.request.system if b.strip() and b.strip() != own and _sha(b.strip()) != system_sha256 and not _cut_of(b.strip(), own)]
 
 
-_CUT = re.compile(r"\n\[… [\d,]+ tokens omitted; full text in the ledger \(system prompt\) …\]\n")
+_CUT = re.compile(r"\n\[… ≈?[\d,]+(?: \(±[\d,]+\))? tokens omitted; full text in the ledger \(system prompt\) …\]\n")
 
 
 def _cut_of(block: str, own: str) -> bool:
