@@ -44,6 +44,7 @@ __all__ = [
     "json_depth_exceeds",
     "loads_json",
     "payload_bytes",
+    "scan_window",
     "storable_text",
     "utf8_bytes",
 ]
@@ -56,6 +57,31 @@ MAX_TRANSCRIPT_BYTES = 1 << 30
 
 MAX_PAYLOAD_BYTES = 256 << 20
 """Largest single tool result or message text recorded (bytes, UTF-8)."""
+
+
+SCAN_HEAD_CHARS = 48 * 1024
+"""Characters of a record's head that a per-record scan reads (constraints, titles,
+index terms, embeddings)."""
+SCAN_TAIL_CHARS = 16 * 1024
+"""Characters of a record's tail that a per-record scan reads."""
+
+
+def scan_window(text: str) -> str:
+    """What a per-record scan reads of ``text``: all of it up to
+    ``SCAN_HEAD_CHARS + SCAN_TAIL_CHARS`` characters, else its head and its tail
+    (cut at line breaks when one is near) joined by a blank line, so a task stated
+    before a pasted multi-megabyte log and a request after it are both seen while the
+    work stays bounded by the window, not by the record.  Token counts and secret
+    screening are not scans in this sense: they read every character."""
+    if len(text) <= SCAN_HEAD_CHARS + SCAN_TAIL_CHARS:
+        return text
+    head = text[:SCAN_HEAD_CHARS]
+    if (nl := head.rfind("\n")) >= SCAN_HEAD_CHARS // 2:
+        head = head[:nl]
+    tail = text[-SCAN_TAIL_CHARS:]
+    if 0 <= (nl := tail.find("\n")) < SCAN_TAIL_CHARS // 2:
+        tail = tail[nl + 1 :]
+    return f"{head}\n\n{tail}"
 
 
 class JsonDepthError(json.JSONDecodeError):

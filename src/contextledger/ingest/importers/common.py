@@ -26,7 +26,7 @@ from urllib.parse import unquote_to_bytes
 
 from contextledger.errors import ImportFormatError
 from contextledger.ingest.preambles import strip_injected
-from contextledger.limits import JsonDepthError, loads_json
+from contextledger.limits import JsonDepthError, loads_json, scan_window
 from contextledger.records.parts import ImagePart
 
 __all__ = [
@@ -335,8 +335,9 @@ _WS = re.compile(r"\s+")
 
 
 def make_title(text: str) -> str:
-    """Collapse whitespace and cut to at most :data:`TITLE_MAX_CHARS` characters."""
-    flat = _WS.sub(" ", text).strip()
+    """Collapse whitespace and cut to at most :data:`TITLE_MAX_CHARS` characters (only
+    the head that can reach the title is read)."""
+    flat = _WS.sub(" ", text[: TITLE_MAX_CHARS * 64]).strip()
     if len(flat) <= TITLE_MAX_CHARS:
         return flat
     return flat[: TITLE_MAX_CHARS - 1].rstrip() + "…"
@@ -361,6 +362,7 @@ def title_of(text: str) -> str:
     typed, the ``<command-name>`` and its ``<command-args>`` (``"/review src/parser.py"``);
     a bare command (``/clear``) gives none.  ``""`` when nothing of the user's is left
     (the caller then tries the next turn, then :func:`command_title`)."""
+    text = scan_window(text)
     own = strip_injected(text)
     if not own and (args := _COMMAND_ARGS.search(text)) is not None and args.group(1).strip():
         own = f"{command_title(text)} {args.group(1)}".strip()
