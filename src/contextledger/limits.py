@@ -27,6 +27,8 @@ limit                     value           what happens above it
                                           byte more, then refused the same way
 ``MAX_PAYLOAD_BYTES``     256 MiB         one recorded tool result or message text:
                                           :class:`~contextledger.errors.InputError`
+``SCAN_HEAD_CHARS`` +     48 + 16 KiB     per-record scans (constraints, titles, index
+``SCAN_TAIL_CHARS``                       terms, embeddings) read head and tail only
 ========================  ==============  ==============================================
 """
 
