@@ -20,7 +20,6 @@ error, so that a user learns what the file is rather than reading a parse failur
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from contextledger.ingest.importers.bodies import (
