@@ -55,24 +55,27 @@ def test_swe_agent_reads_that_cannot_open_the_file_failed(tmp_path: Path) -> Non
     ]
 
 
-_AIDER = """
-# aider chat started at 2025-07-15 11:38:37
-
-> Main model: gpt-4o with diff edit format  
-
-#### make the script executable  
-
-Run this:
-
-```bash
-chmod +x build.sh
-```
-
-> Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]: y  
-> Running chmod +x build.sh  
-
-#### !ls  
-"""
+_BREAK = "  "  # Aider ends typed and tool lines with the Markdown line break
+_AIDER = "\n".join([
+    "",
+    "# aider chat started at 2025-07-15 11:38:37",
+    "",
+    "> Main model: gpt-4o with diff edit format" + _BREAK,
+    "",
+    "#### make the script executable" + _BREAK,
+    "",
+    "Run this:",
+    "",
+    "```bash",
+    "chmod +x build.sh",
+    "```",
+    "",
+    "> Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]: y" + _BREAK,
+    "> Running chmod +x build.sh" + _BREAK,
+    "",
+    "#### !ls" + _BREAK,
+    "",
+])
 
 
 def test_aider_commands_without_recorded_output_are_unknown(tmp_path: Path) -> None:
