@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import real_params
+from contextledger.errors import ImportFormatError
 from contextledger.ingest.importers import parse_file
 from contextledger.ledger import Ledger
 from contextledger.records.parts import TextPart
@@ -99,7 +100,7 @@ def test_a_latin1_aider_history_imports_with_a_note(tmp_path: Path) -> None:
 def test_a_json_transcript_that_is_not_utf8_still_fails(tmp_path: Path) -> None:
     path = tmp_path / "chat.json"
     path.write_bytes('{"messages": [{"role": "user", "content": "café"}]}'.encode("latin-1"))
-    with pytest.raises(Exception, match=r"binary file: not valid UTF-8 \(invalid continuation byte\)"):
+    with pytest.raises(ImportFormatError, match=r"binary file: not valid UTF-8 \(invalid continuation byte\)"):
         parse_file(path)
 
 
