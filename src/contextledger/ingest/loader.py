@@ -41,6 +41,7 @@ from contextledger.records.enums import (
     Role,
     RuntimeIsolationPolicy,
     RuntimeKind,
+    ToolCallStatus,
     Visibility,
 )
 from contextledger.records.models import (
@@ -337,6 +338,7 @@ def _load(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, trust_syst
                 msg, _, mem = rec.write_result(
                     w, conv, call, (res.text or "").encode("utf-8"), blob_key=bkey, is_error=res.is_error, result_message=msg,
                     artifact_id=art_id, visibility=visibility, observed_at=msg.created_at,  # the dated message, never the write time
+                    status=_recorded_status(im),
                 )
                 w.add_message(msg)
                 result.messages += 1
@@ -366,7 +368,7 @@ def _load(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, trust_syst
                 msg = msg.model_copy(update={"parts": (part,), "token_count": message_token_count([part])})
                 msg, _, _ = rec.write_result(
                     w, conv, call, text.encode("utf-8"), blob_key=bkey, result_message=msg, artifact_id=art_id,
-                    visibility=visibility, observed_at=msg.created_at, action_text=action or None,
+                    visibility=visibility, observed_at=msg.created_at, action_text=action or None, status=_recorded_status(im),
                 )
                 w.add_message(msg)
                 result.messages += 1
@@ -394,6 +396,14 @@ def _load(source: HasRuntime, t: ImportedTranscript, *, scope: Scope, trust_syst
         result.branches = len(branches)
         result.participants = max(1, len(parts_by_key))
     return result
+
+
+def _recorded_status(im: ImportedMessage) -> ToolCallStatus | None:
+    """The status an importer read from the transcript for the result ``im`` carries
+    (``metadata["result_status"]``: ``"unknown"`` when the transcript does not record the
+    outcome), or ``None`` to read the status from the result itself."""
+    value = im.metadata.get("result_status")
+    return ToolCallStatus.UNKNOWN if value == ToolCallStatus.UNKNOWN.value else None
 
 
 def _undated_time(path: str, fallback: datetime) -> datetime:

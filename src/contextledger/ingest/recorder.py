@@ -541,7 +541,7 @@ class Recorder(RunStateRecording):
         now = _now()
         text, ctype = decode_result(raw, content_type)
         blob_key, inline, result_message, screened = screen_tool_result(raw, text, blob_key, result_message, self.runtime.put_restricted_blob)
-        new_status = status or result_status(call.tool_name, call.arguments_json, text, is_error)  # a write's own failure text too
+        new_status = status or result_status(call.tool_name, call.arguments_json, text, is_error, action_text)  # a write's own failure text too
         seq = result_message.seq if result_message is not None else w.allocate_seq(conv.id)
         child = self.is_child(conv.id, call.participant_id)
         vis = visibility or self.default_visibility(conv.id, call.participant_id, run_state=True)

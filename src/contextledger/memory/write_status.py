@@ -16,7 +16,7 @@ shell commands keep their own status (exit codes), never read from their output 
 
 from __future__ import annotations
 
-from contextledger.memory.extractors.actions import resolve_action
+from contextledger.memory.extractors.actions import is_shell_read, resolve_action
 from contextledger.memory.extractors.base import ToolInput
 from contextledger.memory.extractors.write_failures import read_failed, write_failed
 from contextledger.records.enums import ToolCallStatus
@@ -24,20 +24,22 @@ from contextledger.records.enums import ToolCallStatus
 __all__ = ["result_status", "write_failed"]
 
 
-def result_status(tool_name: str, arguments_json: str, text: str | None, is_error: bool) -> ToolCallStatus:
+def result_status(tool_name: str, arguments_json: str, text: str | None, is_error: bool, action_text: str | None = None) -> ToolCallStatus:
     """``FAILED`` when the result is flagged as an error, when a (non-shell) write, edit,
     patch or create call's result ``text`` is a failure text (:func:`write_failed`), or
     when a file read's is its failure (:func:`~contextledger.memory.extractors.
     write_failures.read_failed`: only a successful result is a read); else
-    ``SUCCEEDED``.  Linear in the text's size."""
+    ``SUCCEEDED``.  ``action_text`` is the command a text-action agent typed (SWE-agent
+    ``open a.py``, ``cat a.py``): the call is read as that command, as its memory is.
+    Linear in the text's size."""
     if is_error:
         return ToolCallStatus.FAILED
     if text is None:
         return ToolCallStatus.SUCCEEDED
-    item = ToolInput(tool_name=tool_name, arguments_json=arguments_json, result_text=text, is_error=False, size_bytes=len(text))
+    item = ToolInput(tool_name=tool_name, arguments_json=arguments_json, result_text=text, is_error=False, size_bytes=len(text), action_text=action_text)
     action = resolve_action(item)
     if action.verb in ("write", "create") and action.sub != "shell" and write_failed(text):
         return ToolCallStatus.FAILED
-    if action.verb == "read" and read_failed(text, shell=action.command is not None):
+    if action.verb == "read" and read_failed(text, shell=is_shell_read(action)):
         return ToolCallStatus.FAILED  # only a successful result is a read
     return ToolCallStatus.SUCCEEDED

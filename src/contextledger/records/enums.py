@@ -161,13 +161,19 @@ class MessageKind(StrEnum):
 
 
 class ToolCallStatus(StrEnum):
-    """Lifecycle of one tool call (seed 000 §4.1: executed, failed, waiting, pending)."""
+    """Lifecycle of one tool call (seed 000 §4.1: executed, failed, waiting, pending).
+
+    ``UNKNOWN`` is a resolved call whose outcome its transcript does not record (an Aider
+    shell command whose output the history omits, the last action of a trajectory that
+    ends with it): no further result will come, and it is neither a success nor a failure.
+    """
 
     PENDING = "pending"
     AWAITING_APPROVAL = "awaiting_approval"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     ABANDONED = "abandoned"
+    UNKNOWN = "unknown"
 
     @property
     def unresolved(self) -> bool:

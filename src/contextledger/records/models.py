@@ -204,7 +204,7 @@ class ToolCall(Record):
         call_id: provider call id, unique within the conversation.
         message_id: the assistant message that requested it.
         call_index: position of the call within that message (0-based).
-        status: pending / awaiting_approval / succeeded / failed / abandoned.
+        status: pending / awaiting_approval / succeeded / failed / abandoned / unknown.
         result_message_id: the message carrying its result, once one exists.
     """
 

@@ -24,10 +24,11 @@ its messages carry the session's start time):
   edit no line confirms, is a failed result);
 * each ``Running CMD`` line after the reply is a shell call (``aider_run`` with
   ``command``) whose result says whether its output was added to the chat (Aider does
-  not write command output to this file);
+  not write command output to this file, so the call's status is ``unknown``: the
+  history does not say whether it succeeded);
 * ``/run CMD``, ``!CMD`` and ``/test CMD`` typed by the user are kept as the user's
   message followed by an observation of the command (its output when the history holds
-  it: older Aider versions echoed it as tool lines);
+  it: older Aider versions echoed it as tool lines; without it, status ``unknown``);
 * answers to confirmation prompts and the remaining tool lines are ``META``.
 """
 
@@ -178,7 +179,7 @@ class _History:
 
     def __init__(self, source: Source) -> None:
         self.source = source
-        self.notes: list[str] = []
+        self.notes: list[str] = list(source.notes)
         self.registry = CallIdRegistry(self.notes)
         self.messages: list[ImportedMessage] = []
         self.edit_format = ""
@@ -262,6 +263,7 @@ class _History:
             if not self.command.parts:
                 note = self.command.metadata.get("added_to_chat") or "not added to the chat"
                 self.command.parts.append(TextPart(text=f"(output not recorded in the history; {note})"))
+                self.command.metadata["result_status"] = "unknown"
             self.messages.append(self.command)
             self.command = None
         turn, self.turn = self.turn, None
@@ -273,7 +275,7 @@ class _History:
             call_id = self.registry.call(f"aider_run_{turn.message.key.split(':')[1]}_{k}", turn.message.source_ref)
             turn.message.parts.append(ToolCallPart(call_id=call_id, tool_name="aider_run", arguments_json=_json({"command": command})))
             text = f"ran `{command}`; " + (added if was_added else "output not recorded in the history")
-            self._result(turn, call_id, text, is_error=False)
+            self._result(turn, call_id, text, is_error=False, unknown=True)
 
     def _edit_result(self, turn: _Turn, block: EditBlock, call_id: str) -> None:
         key = _path_key(block.path)
@@ -287,12 +289,17 @@ class _History:
         else:
             self._result(turn, call_id, f"not applied: the history records no 'Applied edit to {block.path}'", is_error=True)
 
-    def _result(self, turn: _Turn, call_id: str, text: str, *, is_error: bool) -> None:
+    def _result(self, turn: _Turn, call_id: str, text: str, *, is_error: bool, unknown: bool = False) -> None:
+        """Append the result of ``call_id``; ``unknown``: the history does not say how the
+        call ended (``metadata["result_status"] = "unknown"``)."""
         answered = self.registry.result(call_id, turn.message.source_ref) or call_id
         parts: list[Part] = [ToolResultPart(call_id=answered, text=text, is_error=is_error)]
         n = sum(1 for m in self.messages if m.key.startswith(f"{turn.message.key}#"))
         self.messages.append(
-            ImportedMessage(key=f"{turn.message.key}#{n + 1}", role=Role.TOOL, parts=parts, source_ref=turn.message.source_ref, created_at=self.started)
+            ImportedMessage(
+                key=f"{turn.message.key}#{n + 1}", role=Role.TOOL, parts=parts, source_ref=turn.message.source_ref, created_at=self.started,
+                metadata={"result_status": "unknown"} if unknown else {},
+            )
         )
 
 
@@ -328,6 +335,9 @@ def _json(value: object) -> str:
 
 def parse_aider_history(source: Source) -> ImportedTranscript:
     """Parse an Aider ``.aider.chat.history.md`` file.
+
+    A file that is not UTF-8 was decoded as Latin-1 by :func:`~.common.read_source`
+    (:data:`~.common.LATIN1_FALLBACK`); its note (the first bad byte) leads the notes.
 
     Raises:
         ImportFormatError: never for the Markdown itself (every line has a reading);

@@ -30,6 +30,9 @@ from contextledger.limits import JsonDepthError, loads_json, scan_window
 from contextledger.records.parts import ImagePart
 
 __all__ = [
+    "AIDER_HEADER",
+    "AIDER_PROMPT",
+    "LATIN1_FALLBACK",
     "REQUEST_BODY",
     "TITLE_MAX_CHARS",
     "Source",
@@ -41,6 +44,7 @@ __all__ = [
     "image_from_url",
     "iter_jsonl",
     "json_content_key",
+    "looks_like_aider",
     "make_title",
     "parse_json_document",
     "parse_timestamp",
@@ -64,12 +68,16 @@ class Source:
     Attributes:
         path: the file.
         data: its raw bytes (hashed for ``content_key``).
-        text: the bytes decoded as UTF-8 (a leading byte-order mark removed).
+        text: the bytes decoded as UTF-8 (a leading byte-order mark removed), or as
+            Latin-1 for a text transcript that is not UTF-8 (:data:`LATIN1_FALLBACK`).
+        notes: how the file was read when that is not plain UTF-8 (``"byte 40: not valid
+            UTF-8 …; decoded as Latin-1"``); the importer adds them to its notes.
     """
 
     path: Path
     data: bytes
     text: str
+    notes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -93,7 +101,8 @@ def read_source(path: Path) -> Source:
         ImportFormatError: the file cannot be read (location ``None``), is empty or holds
             only whitespace (``"file is empty"``), contains a NUL byte (location
             ``"byte N"``, reason ``"binary file: NUL byte"``) or is not UTF-8 (location
-            ``"byte N"`` of the first bad byte), or is larger than
+            ``"byte N"`` of the first bad byte; an Aider chat history is decoded as
+            Latin-1 instead, :data:`LATIN1_FALLBACK`), or is larger than
             :data:`~contextledger.limits.MAX_TRANSCRIPT_BYTES` (a regular file checked
             before reading, any other stopped once it has given one byte more: memory
             never grows past the limit).
@@ -175,10 +184,44 @@ def decode_source(path: Path, data: bytes) -> Source:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        fail(path, f"byte {exc.start}", f"binary file: not valid UTF-8 ({exc.reason})")
+        return _latin1_source(path, data, exc)
     if text.startswith("\ufeff"):
         text = text[1:]
     return Source(path=path, data=data, text=text)
+
+
+AIDER_HEADER = re.compile(r"^# aider chat started at ", re.M)
+"""The line that opens each session of an Aider chat history."""
+AIDER_PROMPT = re.compile(r"\A(?:#### |> )")
+"""How an Aider chat history without a session header starts (a prompt or a tool line)."""
+
+LATIN1_FALLBACK = "latin-1"
+"""The codec of a text transcript (an Aider chat history: Markdown written by the
+platform's default encoding) that is not valid UTF-8.  Latin-1 (ISO-8859-1) gives every
+byte a character, so the file imports whole; the first bad UTF-8 byte is named in the
+import's notes.  JSON transcripts must be UTF-8 (RFC 8259 §8.1) and never fall back."""
+
+
+def looks_like_aider(text: str) -> bool:
+    """Whether ``text`` (a whole decoded file) is an Aider chat history: a session header
+    in its first 4,096 characters, or a start on a prompt or tool line."""
+    stripped = text.lstrip()
+    return AIDER_HEADER.search(stripped[:4096]) is not None or AIDER_PROMPT.match(stripped) is not None
+
+
+def _latin1_source(path: Path, data: bytes, exc: UnicodeDecodeError) -> Source:
+    """The :class:`Source` of a file that is not UTF-8: decoded as Latin-1 when it is a
+    text transcript (:func:`looks_like_aider`), with a note naming the first bad byte.
+
+    Raises:
+        ImportFormatError: any other file (location ``"byte N"``, reason ``"binary file:
+            not valid UTF-8 (…)"``).
+    """
+    text = data.decode(LATIN1_FALLBACK)
+    if not looks_like_aider(text):
+        fail(path, f"byte {exc.start}", f"binary file: not valid UTF-8 ({exc.reason})")
+    note = f"byte {exc.start}: not valid UTF-8 ({exc.reason}); the file was decoded as Latin-1 (ISO-8859-1)"
+    return Source(path=path, data=data, text=text, notes=(note,))
 
 
 def content_key_of(chunks: Iterable[bytes]) -> str:

@@ -20,7 +20,6 @@ error, so that a user learns what the file is rather than reading a parse failur
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from contextledger.ingest.importers.bodies import (
@@ -35,6 +34,7 @@ from contextledger.ingest.importers.common import (
     Source,
     describe_json,
     fail,
+    looks_like_aider,
     parse_json_document,
     split_exchange,
     type_of,
@@ -72,8 +72,6 @@ SCAN_RECORDS = 50
 """Most JSON Lines records looked at before a file is declared unrecognised."""
 
 _BODY_FORMATS = {"openai-chat": "openai-chat", "openai-responses": "openai-responses", "anthropic": "anthropic-messages"}
-_AIDER_HEADER = re.compile(r"^# aider chat started at ", re.M)
-_AIDER_PROMPT = re.compile(r"\A(?:#### |> )")
 _CLAUDE_KEYS = ("uuid", "sessionId", "leafUuid", "messageId", "operation", "message")
 
 
@@ -269,7 +267,7 @@ def detect_source(source: Source) -> Detected:
     """
     text = source.text
     stripped = text.lstrip()
-    if _AIDER_HEADER.search(stripped[:4096]) or _AIDER_PROMPT.match(stripped):
+    if looks_like_aider(text):
         return Detected("aider-history", None)
     if not stripped.startswith(("{", "[")):
         fail(source.path, None, f"not a JSON or JSON Lines transcript: starts with {stripped[:40]!r}")

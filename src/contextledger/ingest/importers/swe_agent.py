@@ -14,8 +14,10 @@ Sources, in order of preference (the first present is used):
   last step's observation is that action's result: SWE-agent adds an observation to the
   history only when it builds the next query).
 
-Every step's observation is its call's result; a text action no observation answers is
-named in the notes (``"history[4]: action 'submit' has no result"``).
+Every step's observation is its call's result; the last action of a trajectory that
+ends with it takes its result from the recorded exit (:mod:`.episode_end`: exit status and
+submission; status ``unknown`` when no exit is recorded); any other text action no
+observation answers is named in the notes (``"history[4]: action 'edit' has no result"``).
 
 ``info`` (exit status, submission, model stats) and the other top-level keys are kept in
 ``ImportedTranscript.metadata``; ``metadata["exit_status"]`` is lifted out of ``info`` when
@@ -40,6 +42,7 @@ from contextledger.ingest.importers.common import (
     fail,
     parse_timestamp,
 )
+from contextledger.ingest.importers.episode_end import answer_final_action, episode_end
 from contextledger.ingest.importers.openai_messages import OpenAIMessageConverter
 from contextledger.ingest.importers.text_actions import (
     TextAction,
@@ -221,6 +224,7 @@ def parse_swe_agent(source: Source, document: Any) -> ImportedTranscript:
     else:
         found = ", ".join(repr(k) for k in list(document)[:12]) or "none"
         fail(source.path, None, f"SWE-agent trajectory has no turns: found keys {found}; expected a non-empty 'history', 'messages' or 'trajectory'")
+    answer_final_action(messages, episode_end(document, messages), registry, notes)
     registry.finish()
     note_unanswered_actions(messages, notes)
     metadata = top_level_metadata(document, used)

@@ -28,6 +28,7 @@ __all__ = [
     "TEST_COMMAND",
     "Action",
     "Verb",
+    "is_shell_read",
     "program_of",
     "resolve_action",
 ]
@@ -284,6 +285,14 @@ def resolve_action(item: ToolInput) -> Action:
     if spec is None:
         return Action(verb="other", sub=low)
     return _spec_action(spec, low, args, item.arguments_json)
+
+
+def is_shell_read(action: Action) -> bool:
+    """Whether ``action`` reads a file through a shell program (``cat a.py``, ``sed -n``):
+    its failure is the program's own error line.  A text-action read (SWE-agent ``open``,
+    ``goto``, ``scroll_*``) is a read tool, whose failure is its own text
+    (``File a.py not found``)."""
+    return action.command is not None and action.sub not in _TEXT_READ
 
 
 def _strs(args: dict[str, Any] | None, keys: tuple[str, ...]) -> list[str]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextledger.memory.extractors.actions import Action, resolve_action
+from contextledger.memory.extractors.actions import Action, is_shell_read, resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
 from contextledger.memory.extractors.errorscan import find_error
 from contextledger.memory.extractors.textutil import (
@@ -158,7 +158,7 @@ class FileReadExtractor:
         numbers, texts, banner_path, total = _numbered(action, lines)
         path = normalise_path(banner_path or action.path or "")
         args = item.arguments or {}
-        failed = item.is_error or (action.command is not None and body.exit_code not in (None, 0)) or read_failed(item.result_text, shell=action.command is not None)
+        failed = item.is_error or (action.command is not None and body.exit_code not in (None, 0)) or read_failed(item.result_text, shell=is_shell_read(action))
         err = find_error(lines) if failed else None
         content = "\n".join(texts)
         line_range = [numbers[0], numbers[-1]] if numbers and not failed else None

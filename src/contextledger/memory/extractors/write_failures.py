@@ -7,7 +7,7 @@ the rejection phrases of :data:`REJECTED` (``No replacement was performed``, ``S
 replace not found`` …) near its start.  :mod:`contextledger.memory.write_status` decides
 a call's status with them; the write extractor marks the write not applied.  A read's
 failure (:func:`read_failed`) is its program's own error line (``cat: x: No such file or
-directory``) or a read tool's ``Error: …`` — never a read of the file.
+directory``) or a read tool's ``Error: …`` / ``File x not found`` — never a read of the file.
 """
 
 from __future__ import annotations
@@ -55,11 +55,13 @@ def write_failed(text: str) -> bool:
 _READ_LEAD = re.compile(
     r"(?:error|failed|failure)\s*[:!]|<tool_use_error>|errno\b"
     r"|(?:file not found|no such file|path does not exist|file does not exist|cannot (?:open|read|access)"
-    r"|could not (?:open|read|find)|unable to (?:open|read)|permission denied|is a directory)\b",
+    r"|could not (?:open|read|find)|unable to (?:open|read)|permission denied|is a directory)\b"
+    r"|file [^\n]+? (?:not found|does not exist)\s*$",
     re.I,
 )
-"""How a read tool's failure text starts (``Error: file not found``): a colon after the
-word, so a file whose first line is "Error handling" is still read."""
+"""How a read tool's failure text starts (``Error: file not found``, SWE-agent ``open``'s
+``File a.py not found``): a colon after the word, so a file whose first line is "Error
+handling" is still read."""
 _PROGRAM_ERROR = re.compile(r"(?<![\w.+-])[\w.+-]+: (?:[^\n]*?: )?(?:No such file or directory|cannot open|can't open|can't read|Is a directory|Permission denied|cannot access)")
 """A shell reader's own error line (``cat: x: No such file or directory``, ``sed: can't
 read x: …``, ``head: cannot open 'x' for reading: …``)."""
