@@ -200,10 +200,11 @@ class RetrievalRouter:
             bodies.update({m.id: m for m in reads.messages_by_id(list(segments), msg_ids) if _text_only(m)})
         from contextledger.handles import record_handle
         from contextledger.retrieval.boundary import ROUTE_WEIGHTS
-        from contextledger.retrieval.fusion import lead_tier
+        from contextledger.retrieval.fusion import lead
 
-        # each full-weight route's best hit leads, then exact identifier matches
-        hits = sorted((f for f in fused if f[1] in bodies), key=lambda f: (lead_tier(f, ROUTE_WEIGHTS, result.exact), -f[2], -len(f[3]), bodies[f[1]].seq, f[1]))
+        # named records lead, then each full-weight route's best hit, then exact
+        # identifier matches
+        hits = sorted((f for f in fused if f[1] in bodies), key=lambda f: (-lead(f, ROUTE_WEIGHTS, result.exact, result.named), -f[2], -len(f[3]), bodies[f[1]].seq, f[1]))
         ranked, new = [], 0
         for f in hits:
             if f[1] not in have and new >= self.limit:

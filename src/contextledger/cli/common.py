@@ -43,6 +43,7 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_POLICY",
     "EXIT_STORED_DATA",
+    "PIPED_WIDTH",
     "LedgerNotFoundError",
     "State",
     "UsageError",
@@ -107,22 +108,41 @@ def exit_code_for(exc: BaseException) -> int:
     return EXIT_INTERNAL
 
 
+PIPED_WIDTH = 100_000
+"""The console width when the output is not a terminal and ``COLUMNS`` is not set: a
+line is never wrapped or cut to fit a width nobody reads it at (an id stays whole for
+``grep`` and ``cut``)."""
+
+
 class _LazyConsole:
     """A rich ``Console`` built on first use: importing ``rich.console`` is a third of
     ``--help``'s start-up, and ``--help``, ``--json`` output and plain listings never
-    print through it.  Every attribute (and ``with``) is the real console's."""
+    print through it.  Every attribute (and ``with``) is the real console's.  Written
+    to something other than a terminal (a pipe, a file) and without ``COLUMNS``, it is
+    :data:`PIPED_WIDTH` wide and never soft-wraps: rich would otherwise wrap at 80
+    columns, or at the width of whatever terminal stdin or stderr is.  The console is
+    built again when the stream or ``COLUMNS`` changed since (rich fixes both when it is
+    built; an embedding program or a test runner may swap ``sys.stdout``)."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options
         self._real: Console | None = None
+        self._for: tuple[Any, str | None] | None = None
 
     @property
     def real(self) -> Console:
-        """The console itself (built now if it was not yet)."""
-        if self._real is None:
+        """The console itself (built now if it was not yet, or for another stream)."""
+        import os
+
+        target = (sys.stderr if self._options.get("stderr") else sys.stdout, os.environ.get("COLUMNS"))
+        if self._real is None or self._for is None or self._for[0] is not target[0] or self._for[1] != target[1]:
             from rich.console import Console
 
-            self._real = Console(**self._options)
+            real = Console(**self._options)
+            if not real.is_terminal and not (target[1] or "").isdigit():
+                real.width = PIPED_WIDTH
+                real.soft_wrap = True
+            self._real, self._for = real, target
         return self._real
 
     def __getattr__(self, name: str) -> Any:

@@ -22,7 +22,10 @@ from contextledger.cli.common import (
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
-__all__ = ["register"]
+__all__ = ["SCORE_NOTE", "register"]
+
+SCORE_NOTE = "score: lead + fused RRF; lead 3 named by the query (id, handle, call id), 2 a route's best hit, 1 holds a query identifier whole"
+"""The line under the hits that says what the score column is."""
 
 
 def search_cmd(
@@ -36,8 +39,10 @@ def search_cmd(
     now: Annotated[str | None, typer.Option("--now", help="Freshness reference time (ISO 8601).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Recall records of CONVERSATION that answer QUERY: each hit with the routes that
-    found it, its rank in each, and the fused reciprocal-rank score."""
+    """Recall records of CONVERSATION that answer QUERY: each hit with its handle (m12),
+    the routes that found it, its rank in each, and its score, highest first (lead + the
+    fused reciprocal-rank score; a record QUERY names by id, handle or tool call id
+    leads)."""
     from contextledger.retrieval import SEARCH_ROUTES, search
 
     with fail_cleanly(as_json):
@@ -52,11 +57,11 @@ def search_cmd(
     # handles, ids, ranks and scores are never cut: the text column alone gives way to a
     # narrow terminal
     rows = [
-        (str(i), h.handle, h.record_id, " ".join(f"{r}:{k}" for r, k in sorted(h.ranks.items())), f"{h.fused_score:.4f}",
+        (str(i), h.handle, h.record_id, " ".join(f"{r}:{k}" for r, k in sorted(h.ranks.items())), f"{h.score:.4f}",
          (h.text.strip().splitlines() or [""])[0][:100] + (" [stale]" if h.stale else ""))
         for i, h in enumerate(result.hits, start=1)
     ]
-    names = ("#", "handle", "record", "routes (rank)", "fused")
+    names = ("#", "handle", "record", "routes (rank)", "score")
     widths = [max([len(name), *(len(r[j]) for r in rows)]) for j, name in enumerate(names)]
     # each column takes its width + 3 (borders, padding), and one border closes the row
     room = console.width - sum(widths) - 3 * (len(names) + 1) - 1
@@ -73,9 +78,11 @@ def search_cmd(
     else:  # too narrow for the table: one hit per two lines, nothing cut
         for n, handle, rid, ranks, fused, text in rows:
             head = " ".join(x for x in (f"{n}.", handle, rid) if x)
-            console.print(f"{head}  {ranks}  fused {fused}", markup=False, soft_wrap=True)
+            console.print(f"{head}  {ranks}  score {fused}", markup=False, soft_wrap=True)
             console.print(f"   {text}", markup=False, soft_wrap=True)
     console.print(f"routes: {', '.join(result.routes_used)} (RRF k={result.rrf_k})", markup=False)
+    if rows:
+        console.print(SCORE_NOTE, markup=False)
     for name, why in result.degraded.items():
         console.print(f"route {name} unavailable: {why}", markup=False)
     if result.withheld:

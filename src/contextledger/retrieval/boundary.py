@@ -28,7 +28,7 @@ from contextledger.policy.rules import Rule
 from contextledger.records.enums import PrivacyClass, Visibility
 from contextledger.records.models import Message, Participant, ToolArtifact, ToolMemory
 from contextledger.retrieval.documents import message_text
-from contextledger.retrieval.fusion import Fused, lead_tier
+from contextledger.retrieval.fusion import Fused, lead
 from contextledger.retrieval.model import Hit
 
 if TYPE_CHECKING:
@@ -107,10 +107,14 @@ class Boundary:
             return ""
         return art.inline_text[:EXCERPT_CHARS]
 
-    def admit(self, ctx: RouteContext, fused: list[Fused], limit: int, exact: Set[tuple[str, str]] = frozenset()) -> list[Hit]:
+    def admit(
+        self, ctx: RouteContext, fused: list[Fused], limit: int, exact: Set[tuple[str, str]] = frozenset(), named: Set[tuple[str, str]] = frozenset(),
+    ) -> list[Hit]:
         """The best ``limit`` admitted hits of ``fused`` (refusals counted in
-        :attr:`withheld`), in :func:`~contextledger.retrieval.fusion.lead_tier` order
-        (``exact``: the keyword hits holding a query identifier whole)."""
+        :attr:`withheld`), highest :attr:`Hit.score <contextledger.retrieval.model.Hit.score>`
+        first (:func:`~contextledger.retrieval.fusion.lead`, then the fused score; ties:
+        more routes, kind, transcript order, id).  ``exact``: the keyword hits holding a
+        query identifier whole; ``named``: the records the query names exactly."""
         mem_ids = [rid for kind, rid, *_ in fused if kind == "memory"]
         msg_ids = [rid for kind, rid, *_ in fused if kind == "message"]
         mems = {m.id: m for m in ctx.store.memories(ctx.scope, ctx.conversation_id, ids=mem_ids, conn=ctx.conn)} if mem_ids else {}
@@ -119,10 +123,11 @@ class Boundary:
         msgs = {m.id: m for m in ctx.reads.messages_by_id(ctx.segments, msg_ids)} if msg_ids else {}
         rules = {str(b.get("id")): b for b in ctx.reads.rule_bodies()} if any(f[0] == "rule" for f in fused) else {}
         seq_of = {("memory", i): m.seq for i, m in mems.items()} | {("message", i): m.seq for i, m in msgs.items()} | {("rule", i): int(b.get("_seq") or 0) for i, b in rules.items()}
-        # each full-weight route's best hit leads, then exact identifier matches
-        # (fusion.lead_tier); equal fused scores: transcript order (older first), never
-        # the random id
-        fused = sorted(fused, key=lambda f: (lead_tier(f, ROUTE_WEIGHTS, exact), -f[2], -len(f[3]), f[0], seq_of.get((f[0], f[1]), 0), f[1]))
+        # named records lead, then each full-weight route's best hit, then exact
+        # identifier matches (fusion.lead); equal scores: transcript order (older
+        # first), never the random id
+        leads = {(f[0], f[1]): lead(f, ROUTE_WEIGHTS, exact, named) for f in fused}
+        fused = sorted(fused, key=lambda f: (-leads[f[0], f[1]], -f[2], -len(f[3]), f[0], seq_of.get((f[0], f[1]), 0), f[1]))
         out: list[Hit] = []
         for kind, rid, score, ranks, scores in fused:
             if len(out) >= limit:
@@ -148,5 +153,5 @@ class Boundary:
             if reason is not None:
                 self.withheld[reason] += 1
                 continue
-            out.append(Hit(record_kind=kind, record_id=rid, fused_score=score, ranks=ranks, scores=scores, text=text, stale=stale, branch_id=where[0], seq=where[1], excerpt=excerpt))
+            out.append(Hit(record_kind=kind, record_id=rid, fused_score=score, ranks=ranks, scores=scores, text=text, stale=stale, branch_id=where[0], seq=where[1], excerpt=excerpt, lead=leads[kind, rid]))
         return out

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence, Set
 
 from contextledger.retrieval.model import RouteHit
 
-__all__ = ["RRF_K", "Fused", "fuse", "lead_tier", "lead_with_tops"]
+__all__ = ["LEADS", "RRF_K", "Fused", "fuse", "lead", "lead_with_tops", "rank_score"]
 
 RRF_K = 60
 """The rank constant ``k``."""
@@ -38,24 +38,54 @@ def fuse(lists: Mapping[str, Sequence[RouteHit]], *, k: int = RRF_K, weights: Ma
     return out
 
 
-def lead_tier(f: Fused, weights: Mapping[str, float] | None = None, exact: Set[tuple[str, str]] = frozenset()) -> tuple[int, int]:
-    """Where a fused record stands before fused score decides: ``(0, 0)`` for the rank-1
-    hit of a full-weight route (weight ≥ 1), ``(1, keyword rank)`` for a keyword hit
-    holding a code identifier of the query whole (``exact``: ``(record_kind,
-    record_id)`` pairs, :attr:`RouteHit.exact <contextledger.retrieval.model.RouteHit>`),
-    ``(2, 0)`` for the rest.  Plain RRF lets records that two routes rank mediocre (a
-    turn sharing a common word that the embedding also finds vaguely near) outrank the
-    one record a route is sure of, and the edits naming ``permissionFlag`` that the
-    keyword route ranks #2–#4 behind them; with the tiers, fusion is at least as good
-    as any single route at rank ``len(routes)``, and an exact identifier match ranks
-    no lower than ``len(routes)`` + its keyword rank."""
+LEADS = 3
+"""The highest lead (:func:`lead`): a record the query names exactly."""
+
+
+def lead(
+    f: Fused,
+    weights: Mapping[str, float] | None = None,
+    exact: Set[tuple[str, str]] = frozenset(),
+    named: Set[tuple[str, str]] = frozenset(),
+) -> int:
+    """How far a fused record stands ahead before fused score decides, higher first:
+
+    * 3 — the query names it exactly (``named``: its id, its handle ``m12`` / ``a12``,
+      its tool call id or its digest; the artifact route's
+      :attr:`RouteHit.exact <contextledger.retrieval.model.RouteHit>` hits);
+    * 2 — the rank-1 hit of a full-weight route (weight ≥ 1);
+    * 1 — a keyword hit holding a code identifier of the query whole (``exact``);
+    * 0 — the rest.
+
+    ``named`` / ``exact``: ``(record_kind, record_id)`` pairs.  Plain RRF lets records
+    that two routes rank mediocre (a turn sharing a common word that the embedding also
+    finds vaguely near) outrank the one record a route is sure of, the edits naming
+    ``permissionFlag`` that the keyword route ranks #2–#4 behind them, and the memory
+    whose call id the query is; with the leads, a named record comes first, fusion is at
+    least as good as any single route at rank ``len(routes)`` + the named records, and
+    an exact identifier match ranks no lower than that + the exact matches before it."""
+    key = (f[0], f[1])
+    if key in named:
+        return LEADS
     if any(rank == 1 and (1.0 if weights is None else weights.get(route, 1.0)) >= 1.0 for route, rank in f[3].items()):
-        return (0, 0)
-    if (f[0], f[1]) in exact:
-        return (1, f[3].get("keyword", 0))
-    return (2, 0)
+        return 2
+    return 1 if key in exact else 0
 
 
-def lead_with_tops(fused: Sequence[Fused], weights: Mapping[str, float] | None = None, exact: Set[tuple[str, str]] = frozenset()) -> list[Fused]:
-    """``fused`` ordered by :func:`lead_tier`, fused order within a tier (a stable sort)."""
-    return sorted(fused, key=lambda f: lead_tier(f, weights, exact))
+def rank_score(lead_value: int, fused_score: float) -> float:
+    """The score hits are ordered by: ``lead + fused_score``.  A fused score stays below
+    1 (``Σ w / (k + 1)`` with the routes' weights summing to less than ``k + 1``), so the
+    lead decides first and the fused score within a lead — the order and the score shown
+    always agree."""
+    return lead_value + fused_score
+
+
+def lead_with_tops(
+    fused: Sequence[Fused],
+    weights: Mapping[str, float] | None = None,
+    exact: Set[tuple[str, str]] = frozenset(),
+    named: Set[tuple[str, str]] = frozenset(),
+) -> list[Fused]:
+    """``fused`` ordered by :func:`lead` (highest first), fused order within a lead (a
+    stable sort)."""
+    return sorted(fused, key=lambda f: -lead(f, weights, exact, named))

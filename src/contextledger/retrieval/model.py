@@ -37,7 +37,8 @@ class RouteHit:
     """One record a route found: ``score`` is the route's own (BM25, cosine, rarity …;
     higher is better); the rank is the position in the route's list.  ``exact``: the
     record holds a code identifier of the query whole (keyword route,
-    :func:`~contextledger.retrieval.text.identifier_tokens`)."""
+    :func:`~contextledger.retrieval.text.identifier_tokens`), or the query names the
+    record itself — by id, handle, tool call id or digest (artifact route)."""
 
     record_kind: str
     record_id: str
@@ -52,7 +53,10 @@ class Hit:
     Attributes:
         record_kind: ``"memory"``, ``"message"`` or ``"rule"``.
         record_id: its id.
-        fused_score: ``Σ 1 / (k + rank)`` over the routes that found it (k = 60).
+        fused_score: ``Σ w / (k + rank)`` over the routes that found it (k = 60).
+        lead: 3 named exactly by the query, 2 a full-weight route's best hit, 1 holding
+            a query identifier whole, 0 the rest
+            (:func:`~contextledger.retrieval.fusion.lead`).
         ranks: route name → 1-based rank in that route's list.
         scores: route name → the route's own score.
         text: the record's model-facing text (memory summary, message text, rule).
@@ -72,6 +76,15 @@ class Hit:
     branch_id: str | None = None
     seq: int | None = None
     excerpt: str = ""
+    lead: int = 0
+
+    @property
+    def score(self) -> float:
+        """What hits are ordered by, best first: ``lead + fused_score``
+        (:func:`~contextledger.retrieval.fusion.rank_score`)."""
+        from contextledger.retrieval.fusion import rank_score
+
+        return rank_score(self.lead, self.fused_score)
 
     @property
     def handle(self) -> str:
@@ -88,6 +101,8 @@ class Hit:
             "record_kind": self.record_kind,
             "record_id": self.record_id,
             "handle": self.handle,
+            "score": round(self.score, 6),
+            "lead": self.lead,
             "fused_score": round(self.fused_score, 6),
             "routes": sorted(self.ranks),
             "ranks": dict(sorted(self.ranks.items())),
@@ -122,7 +137,9 @@ class RetrievalResult:
             ``not_promoted``, ``privacy_restricted``, ``superseded``, ``missing``).
         rrf_k: the reciprocal-rank constant.
         exact: ``(record_kind, record_id)`` of the keyword hits holding a code
-            identifier of the query whole (:func:`~contextledger.retrieval.fusion.lead_tier`).
+            identifier of the query whole (:func:`~contextledger.retrieval.fusion.lead`).
+        named: ``(record_kind, record_id)`` of the records the query names exactly (by
+            id, handle, tool call id or digest: the artifact route's exact hits).
     """
 
     query: str
@@ -131,6 +148,7 @@ class RetrievalResult:
     withheld: dict[str, int] = field(default_factory=dict)
     rrf_k: int = 60
     exact: frozenset[tuple[str, str]] = frozenset()
+    named: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def routes_used(self) -> list[str]:

@@ -108,8 +108,10 @@ def search(
             ``retrieval`` extra is installed).
 
     Returns:
-        A :class:`~contextledger.retrieval.model.RetrievalResult` (hits best first, the
-        routes' reports, refusals by reason).
+        A :class:`~contextledger.retrieval.model.RetrievalResult` (hits best first: by
+        :attr:`Hit.score <contextledger.retrieval.model.Hit.score>`, highest first —
+        a record the query names by id, handle or call id leads — then more routes,
+        transcript order; the routes' reports, refusals by reason).
 
     Raises:
         ScopeError: no scope.  NotFoundError: unknown conversation, branch or
@@ -146,7 +148,7 @@ def search(
         ctx = RouteContext(store=store, conn=conn, reads=reads, scope=scope, conversation_id=conversation_id, segments=segments, encoder=encoder)
         result, fused = route_and_fuse(ctx, q, routes)
         boundary = Boundary(policy, now=now or datetime.now(UTC), viewer=viewer, provider=provider)
-        result.hits = boundary.admit(ctx, fused, limit, result.exact)
+        result.hits = boundary.admit(ctx, fused, limit, result.exact, result.named)
         result.withheld = dict(boundary.withheld)
     return result
 
@@ -192,7 +194,8 @@ def route_and_fuse(ctx: RouteContext, q: RetrievalQuery, routes: Sequence[str | 
         result.routes.append(report)
         fused = fuse(lists, weights=ROUTE_WEIGHTS)
     result.exact = frozenset((h.record_kind, h.record_id) for h in lists.get("keyword", []) if h.exact)
-    fused = lead_with_tops(fused, ROUTE_WEIGHTS, result.exact)
+    result.named = frozenset((h.record_kind, h.record_id) for h in lists.get("artifact", []) if h.exact)
+    fused = lead_with_tops(fused, ROUTE_WEIGHTS, result.exact, result.named)
     if q.vector_of:  # the query's own record (the current user message) is no answer
         fused = [f for f in fused if f[1] != q.vector_of]
     return result, fused

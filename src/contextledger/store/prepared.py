@@ -142,7 +142,7 @@ def in_values(column: sa.ColumnElement[Any], name: str, dialect: str) -> sa.Colu
     return column.in_(sa.select(each.c.value))
 
 
-def list_value(dialect: str, values: Iterable[str]) -> Any:
+def list_value(dialect: str, values: Iterable[str] | Iterable[int]) -> Any:
     """The parameter value of an :func:`in_values` list: JSON text on SQLite, a list on
     PostgreSQL."""
     if dialect == "postgresql":

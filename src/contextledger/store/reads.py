@@ -455,6 +455,25 @@ class LineageReads:
         rows = self._rows(("memories_by_artifact",), build, {"p_ids": self._ids(artifact_ids)})
         return sorted((decode_body(ToolMemory, r[0]) for r in rows if K.in_lineage(segments, r[1], int(r[2]))), key=lambda m: (m.seq, m.id))
 
+    def memories_at_seqs(self, segments: Sequence[LineageSegment], seqs: Sequence[int]) -> list[ToolMemory]:
+        """Lineage memories recorded at ``seqs`` (what the handles ``m12`` / ``a12`` name:
+        :mod:`contextledger.handles`) in ``(seq, id)`` order: per lineage segment one
+        probe of ``ix_tool_memories_lineage`` (branch, then the listed seqs), in one
+        ``UNION ALL`` — at most a few rows per seq and segment, whatever the history
+        length."""
+        shape = lineage_shape(segments)
+        if not shape or not seqs:
+            return []
+        t = S.tool_memories
+
+        def build() -> sa.Select[Any] | sa.CompoundSelect[Any]:
+            at = in_values(t.c.seq, "p_seqs", self._name)
+            return _union([_filtered(t, None, [lineage_clause(t, (bounded,), i), at], self._name) for i, bounded in enumerate(shape)])
+
+        params = {**lineage_params(segments), "p_seqs": list_value(self._name, sorted(set(seqs)))}
+        rows = self._rows(("memories_at_seqs", shape), build, params)
+        return sorted((decode_body(ToolMemory, r[0]) for r in rows), key=lambda m: (m.seq, m.id))
+
     def memories_by_id(self, ids: Sequence[str]) -> list[ToolMemory]:
         """Memories ``ids`` of the conversation in ``(seq, id)`` order, by primary key
         (SqlStore.memories with ``ids``)."""
