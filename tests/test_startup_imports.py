@@ -200,3 +200,19 @@ def test_the_direct_listing_steps_aside_where_it_cannot_read_what_the_store_woul
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE alembic_version SET version_num = ?", (script_head(),))
     assert list_conversations(f"sqlite:///{db}", "default") is not None
+
+
+
+def test_python_dash_m_runs_the_same_command_line() -> None:
+    """``python -m contextledger --help`` lists the same commands as the script."""
+    import os
+
+    done = subprocess.run(
+        [sys.executable, "-m", "contextledger", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "conversations" in done.stdout and "assemble" in done.stdout
