@@ -274,3 +274,22 @@ def test_the_epoch_marks_are_validated() -> None:
 def test_main_thread_helper_reads_the_active_path(real_data: Path) -> None:
     msgs, tools = main_thread(real_data / "claude-reliability-snapshots/python-to-rust-port.jsonl")
     assert len(msgs) == 79 and {t["name"] for t in tools} >= {"Bash"}
+
+
+def test_a_constraint_stated_in_a_new_message_extends_and_a_new_project_rule_re_plans(ledger: Ledger) -> None:
+    from contextledger.policy.rules import Rule
+
+    msgs = _session(4)
+    conv = _conversation(ledger, msgs, "constraints")
+    first = _request(ledger, conv, msgs[:3])
+    said = [*msgs[:5], _msg("u1", Role.USER, TextPart(text="Do not add new dependencies."), at=4)]
+    second = _request(ledger, conv, said)
+    assert second.record.epoch["reason"] == "extends epoch" and second.payload["messages"][0] == first.payload["messages"][0]
+    assert "Do not add new dependencies." in json.dumps(second.payload["messages"][len(first.payload["messages"]):])
+    [pinned] = second.record.epoch["constraints_in_tail"]
+    assert pinned in {r.id for r in ledger.rules(conv)} and second.record.epoch["system"] == first.record.epoch["system"]
+    ledger.add_rules(conv, [Rule(id="r-proj", text="Use pnpm, never npm.", source="AGENTS.md:1", source_kind="project_file", authority="project", strength="hard")])
+    third = _request(ledger, conv, [*said, *msgs[5:7]])
+    assert third.record.epoch["reason"] == "system blocks changed (system prompt, rules or pinned constraints)" and third.record.epoch["first"]
+    system = "\n".join(third.record.epoch["system"])
+    assert "Use pnpm, never npm." in system and "Do not add new dependencies." in system and "constraints_in_tail" not in third.record.epoch

@@ -168,7 +168,8 @@ class Assembler:
         state = find_state(store, bound, cands, policy, replaces=req.replaces) if req.persist and policy.epoch.enabled else None
         reason = state.reason if state is not None else ""
         if state is not None and state.extendable:
-            x = Extending(store=store, policy=policy, bound=bound, cands=cands, ev=ev, shaper=shaper, visible=visible, tools=tools, state=state, system=system)
+            x = Extending(store=store, policy=policy, bound=bound, cands=cands, ev=ev, shaper=shaper, visible=visible, tools=tools, state=state, system=system,
+                          rules=tuple(rules.rules))
             ext = extend(x)
             if not isinstance(ext, str):
                 return self._finish(req, bound, cands, ev, ext, timings=(t0, t1, cands.retrieval_ms))

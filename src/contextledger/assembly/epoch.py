@@ -11,7 +11,12 @@ so the next epoch has room to grow.  Inside an epoch the system blocks and tools
 frozen, nothing already sent is re-rendered (no age label moves), and a record shown
 earlier in the epoch that became stale or superseded since is announced by one appended
 note citing the handles the payload labels (``m12``, ``a12``) or the call ids it sends
-(:func:`outdated_note`).
+(:func:`outdated_note`).  A constraint the user states inside an epoch (a pinned rule of a
+message after the epoch's head) does not re-plan: the message stating it is one of the new
+records, sent raw, so the model reads it verbatim in the tail; the epoch record lists it
+(``record.epoch["constraints_in_tail"]``, carried to the epoch's later requests) and the
+next re-plan pins it in the system blocks.  The system blocks still re-plan when anything
+else in them changes (system prompt, rules, a frozen constraint overridden).
 
 **Where the state lives.**  The state of an epoch is the previous persisted assembly of
 the lineage and its stored payload (the store keeps both), read once per request

@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     from contextledger.assembly.evaluate import Evaluator
     from contextledger.assembly.request import Boundary
     from contextledger.assembly.shape import Shaper
+    from contextledger.assembly.units import Unit
     from contextledger.assembly.visibility import VisibleUnits
     from contextledger.policy.model import Policy
+    from contextledger.policy.rules import Rule
     from contextledger.records.models import ContextAssembly
     from contextledger.store.sql import SqlStore
 
@@ -52,6 +54,7 @@ class Extending:
     tools: tuple[ToolSchema, ...]
     state: EpochState
     system: tuple[str, ...]
+    rules: tuple[Rule, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +149,32 @@ def _blob(store: SqlStore, key: str) -> bytes | None:
         return None
 
 
+SYSTEM_CHANGED = "system blocks changed (system prompt, rules or pinned constraints)"
+
+
+def constraints_in_tail(x: Extending, ep: dict[str, Any], head_seq: int) -> list[str] | None:
+    """The ids of the pinned constraints the request sends in its tail rather than in the
+    frozen system blocks — those already sent that way earlier in the epoch
+    (``ep["constraints_in_tail"]``) and those stated by a message after the epoch's head —
+    when the system blocks without them are the frozen ones; ``None`` when the system
+    blocks changed otherwise (system prompt, rules, a frozen constraint overridden)."""
+    from contextledger.assembly.render import system_blocks
+
+    later = {m.id for m in x.cands.messages if m.seq > head_seq}
+    carried = set(ep.get("constraints_in_tail") or ())
+    tail = [r.id for r in x.rules if r.id in carried or (r.pinned and r.source_message_id in later)]
+    system = x.system if not tail else system_blocks(x.cands.messages, [r for r in x.rules if r.id not in tail])
+    return tail if system_sha(system) == ep.get("system_sha") else None
+
+
+def _stated_in(tail: list[str], rules: tuple[Rule, ...], carried: set[str], units: list[Unit]) -> bool:
+    """Whether every constraint newly sent in the tail is stated by a message of the new
+    records (sent raw, so the model reads it verbatim)."""
+    sent = {m.id for u in units for m in u.messages}
+    by_id = {r.id: r for r in rules}
+    return all(r in carried or by_id[r].source_message_id in sent for r in tail)
+
+
 def extend(x: Extending) -> Extended | str:
     """The previous request plus the new records (raw), or the reason to re-plan."""
     from contextledger.providers.registry import count_payload_tokens
@@ -155,9 +184,10 @@ def extend(x: Extending) -> Extended | str:
     ep = prev.epoch
     if tools_sha(x.tools) != ep.get("tools_sha"):
         return "tool declarations changed"
-    if system_sha(x.system) != ep.get("system_sha"):
-        return "system blocks changed (system prompt, rules or pinned constraints)"
     head_seq = int(ep["head"]["seq"])
+    in_tail = constraints_in_tail(x, ep, head_seq)
+    if in_tail is None:
+        return SYSTEM_CHANGED
     comp = x.visible.compaction
     if comp is not None and comp.seq > head_seq:
         return "history compacted"
@@ -169,6 +199,8 @@ def extend(x: Extending) -> Extended | str:
     units = split_new_units(x.visible.units, head_seq)
     if isinstance(units, str):
         return units
+    if not _stated_in(in_tail, x.rules, set(ep.get("constraints_in_tail") or ()), units):
+        return SYSTEM_CHANGED
     pieces = [x.shaper.render_unit(u, x.ev, raw=True, bucket="recent_tail", mandatory=False, order=(u.seq, i)) for i, u in enumerate(units)]
     new = [m for p in pieces for m in p.messages]
     announced = set(ep.get("announced") or [])
@@ -193,7 +225,7 @@ def extend(x: Extending) -> Extended | str:
     epoch: dict[str, Any] = {
         **{k: ep[k] for k in ("id", "number", "target_tokens", "system", "system_sha", "tools_sha") if k in ep},
         "first": False, "reason": "extends epoch", "extends": prev.id, "head": head_of(x.cands) or ep["head"], "reused_messages": len(prev_part) - int(bool(prev_part) and prev_part[-1] is not payload[key][-1]),
-        "fixed_tokens": fixed, "high_water_tokens": high, "announced": sorted(announced | set(done)),
+        "fixed_tokens": fixed, "high_water_tokens": high, "announced": sorted(announced | set(done)), "constraints_in_tail": in_tail,
     }
     request = neutral_request(system, remembered(prev.id), msgs, x.tools)
     return Extended(payload=out, tokens=tokens, pieces=pieces, request=request, prefix_hash=prev.stable_prefix_hash or "", previous=prev, epoch=epoch)
