@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from contextledger.assembly.citations import clear_cut
 from contextledger.assembly.pieces import Piece
 from contextledger.handles import artifact_handle
 from contextledger.providers.base import WireMessage
@@ -88,7 +89,8 @@ def _positions(piece: Piece) -> dict[str, str]:
 
 def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str:
     """``text`` within about ``max_tokens`` tokens: its first two thirds and last third
-    (ending and starting at a line break when one is near, so labels stay whole), with a
+    (ending and starting at a line break when one is near, so labels stay whole, and never
+inside a marker ``[…]``: :func:`~contextledger.assembly.citations.clear_cut`), with a
     marker naming how many tokens were left out and where the full text is
     (``ref``: ``"artifact a12"``, ``"message 12"``, ``"system prompt"``)."""
     ids = tok.encode(text)
@@ -101,6 +103,11 @@ def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str
         head = head[:nl]
     if 0 <= (nl := tail.find("\n")) < len(tail) // 2:
         tail = tail[nl + 1:]
+    # nor a marker ``[…]`` within a line: the cut falls before it (head) or after it (tail)
+    if text.startswith(head):
+        head = text[: clear_cut(text, len(head))]
+    if tail and text.endswith(tail):
+        tail = text[clear_cut(text, len(text) - len(tail), keep_after=True) :]
     where = f" ({ref})" if ref else ""
     return f"{head}\n[… {len(ids) - max_tokens:,} tokens omitted; full text in the ledger{where} …]\n{tail}"
 
