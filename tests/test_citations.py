@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import real_params
-from contextledger.assembly.citations import clear_cut, cite_shown, cite_text, cut_clear
+from contextledger.assembly.citations import cite_shown, cite_text, clear_cut, cut_clear
 from contextledger.assembly.last_resort import cut_text
 from contextledger.ledger import Ledger
 from contextledger.providers.base import WireMessage
@@ -30,6 +30,7 @@ T0 = datetime(2026, 5, 1, 10, 0, tzinfo=UTC)
 # written here, not imported: the check must be able to disagree with the module
 _LABEL = re.compile(r"\[(?:stale )?memory (m[1-9][0-9]*) ·|\[artifact (a[1-9][0-9]*),")
 _CITE = re.compile(r"(?:\[superseded by |file changed later \(|another memory \()(m[1-9][0-9]*)\b(?P<ns>, not shown; rehydrate (m[1-9][0-9]*)\))?")
+_BY_CALL = re.compile(r"(?:\[superseded by a newer result|file changed later|another memory) \(call ([^)\s]+)\)")
 _CONFLICTS = re.compile(r"\[conflicts with ([^\]\n]*)\]")
 _NOTE_LINE = re.compile(r"^- ([ma][1-9][0-9]*): (?:superseded|stale)", re.M)
 _OPENER = re.compile(r"\[(?:… |memory m|stale memory m|artifact a|superseded by|conflicts with)")
@@ -52,6 +53,9 @@ def violations(payload: dict[str, Any]) -> list[str]:
     labels = {m.group(1) or m.group(2) for t in texts for m in _LABEL.finditer(t)}
     out: list[str] = []
     for t in texts:
+        for m in _BY_CALL.finditer(t):
+            if m.group(1) not in texts:  # a call id is a string of its own in every format
+                out.append(f"cites call {m.group(1)} not sent: {m.group(0)!r}")
         for m in _CITE.finditer(t):
             h = m.group(1)
             if h not in labels and not (m["ns"] and m.group(3) == h):
@@ -147,14 +151,21 @@ def test_generated_payloads_cite_only_labelled_records(steps: list[tuple[str, in
             led.close()
 
 
-def test_a_superseded_failure_names_its_retry_only_when_the_retry_is_labelled(ledger: Ledger) -> None:
-    """The retry of a failed test run shown raw carries no label: the failure's note says
-    the retry is not shown; shown as its memory block, the note names it."""
+def test_a_superseded_failure_names_its_raw_retry_by_call_id(ledger: Ledger) -> None:
+    """The retry of a failed test run, sent raw, carries no label: the failure's note
+    names it by the call id the payload sends it under, not by the handle m8."""
     conv = _record(ledger, [("test", 0, True), ("read", 1, False), ("test", 0, False)])
     raw = ledger.assemble(conv, budget_tokens=8000, now=T0 + timedelta(minutes=1), persist=False, replay="estimate")
     text = str(raw.payload)
-    assert "[superseded by a newer result (m8, not shown; rehydrate m8)]" in text and "[memory m8 " not in text
+    assert "[superseded by a newer result (call c2)] Bash failed: " in text and "m8" not in text
     assert violations(raw.payload) == []
+
+
+def test_a_raw_result_is_cited_by_call_and_anything_else_unlabelled_as_not_shown() -> None:
+    text = "[superseded by m8: see the newer result] [conflicts with m3, m5] file changed later (m9)"
+    assert cite_text(text, frozenset({"m3"}), {"m8": "c2", "a8": "c2"}) == (
+        "[superseded by a newer result (call c2)] [conflicts with m3, another memory (m5, not shown; rehydrate m5)] file changed later (m9, not shown; rehydrate m9)"
+    )
 
 
 # -- real transcripts ----------------------------------------------------------------------

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from contextledger.assembly.citations import CitationMemo, cite_shown
+from contextledger.assembly.citations import CitationMemo, cite_shown, raw_calls
 from contextledger.assembly.drop_order import DropState, drop_once, eviction_key
 from contextledger.assembly.last_resort import (
     cut_task_statement,
@@ -132,7 +132,7 @@ class Budgeter:
         for p in ordered[1:]:
             msgs.extend(p.messages)
         # a note cites only what this request labels (:mod:`.citations`); counted as sent
-        return NeutralRequest(system=sysb, messages=tuple(cite_shown(msgs, memo=self._cites)), tools=self.tools)
+        return NeutralRequest(system=sysb, messages=tuple(cite_shown(msgs, calls=raw_calls(ordered), memo=self._cites)), tools=self.tools)
 
     def exact(self, req: NeutralRequest) -> int:
         """Exact tokens of ``req``'s payload."""

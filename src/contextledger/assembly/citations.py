@@ -6,9 +6,10 @@ header of the block that shows a record — ``[memory m12 · …``, ``[stale mem
 assembly writes about another record: ``[superseded by m86: see the newer result]``,
 ``[conflicts with m3, m5]``, ``limits: … file changed later (m45)``.  The rule:
 
-* every citation names a record the payload labels, or it says that the record is not
-  shown and how to get it: ``[superseded by a newer result (m86, not shown; rehydrate
-  m86)]`` (:func:`cite_shown`).  The decision is made when the block is first sent
+* every citation names a record the payload labels; else it names the call whose raw
+  result the payload sends (``[superseded by a newer result (call call_2)]``), or says
+  that the record is not shown and how to get it: ``[superseded by a newer result (m86,
+  not shown; rehydrate m86)]`` (:func:`cite_shown`).  The decision is made when the block is first sent
   (the budget stage's request, an epoch extension's new messages), never by rewriting
   a block sent before, so an append-stable prefix stays byte for byte;
 * a cut never splits a marker ``[…]``: it falls before the marker or after it
@@ -21,12 +22,17 @@ is sent as recorded.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from contextledger.handles import ARTIFACT_PREFIX, MEMORY_PREFIX
 from contextledger.providers.base import WireMessage
 from contextledger.records.parts import Part, TextPart, ToolResultPart
 
-__all__ = ["CITATION", "LABEL", "MARKER", "CitationMemo", "cite_shown", "clear_cut", "labels_in", "not_shown"]
+if TYPE_CHECKING:
+    from contextledger.assembly.pieces import Piece
+
+__all__ = ["CITATION", "LABEL", "MARKER", "CitationMemo", "cite_shown", "cite_text", "clear_cut", "cut_clear", "labels_in", "not_shown", "raw_calls"]
 
 _MEM = r"m[1-9][0-9]*"
 
@@ -61,21 +67,26 @@ def labels_in(texts: Iterable[str]) -> set[str]:
     return out
 
 
-def _rewrite(m: re.Match[str], shown: set[str] | frozenset[str]) -> str:
+def _rewrite(m: re.Match[str], shown: frozenset[str], calls: Mapping[str, str]) -> str:
+    def other(h: str) -> str:
+        return f"(call {calls[h]})" if h in calls else not_shown(h)
+
     if (h := m["sup"]) is not None:
-        return m[0] if h in shown else f"[superseded by a newer result {not_shown(h)}"
+        return m[0] if h in shown else f"[superseded by a newer result {other(h)}"
     if (h := m["chg"]) is not None:
-        return m[0] if h in shown else f"file changed later {not_shown(h)}"
+        return m[0] if h in shown else f"file changed later {other(h)}"
     named = m["con"].split(", ")
-    return "[conflicts with " + ", ".join(h if h in shown else f"another memory {not_shown(h)}" for h in named) + "]"
+    return "[conflicts with " + ", ".join(h if h in shown else f"another memory {other(h)}" for h in named) + "]"
 
 
-def cite_text(text: str, shown: set[str] | frozenset[str]) -> str:
-    """``text`` with every citation of a handle outside ``shown`` in the not-shown form
-    (:func:`not_shown`); unchanged when it cites only handles in ``shown``."""
+def cite_text(text: str, shown: frozenset[str], calls: Mapping[str, str] | None = None) -> str:
+    """``text`` with every citation of a handle outside ``shown`` by the call id the
+    payload sends the record's raw result under (``calls``: handle → call id, e.g.
+    ``(call call_2)``), else in the not-shown form (:func:`not_shown`); unchanged when it
+    cites only handles in ``shown``."""
     if "[superseded by m" not in text and "[conflicts with m" not in text and "changed later (m" not in text:
         return text
-    return CITATION.sub(lambda m: _rewrite(m, shown), text)
+    return CITATION.sub(lambda m: _rewrite(m, shown, calls or {}), text)
 
 
 def cited(text: str) -> set[str]:
@@ -97,7 +108,7 @@ class CitationMemo:
 
     def __init__(self) -> None:
         self._seen: dict[int, tuple[WireMessage, frozenset[str], frozenset[str]]] = {}
-        self._done: dict[tuple[int, frozenset[str]], tuple[WireMessage, WireMessage]] = {}
+        self._done: dict[tuple[int, frozenset[str], tuple[tuple[str, str], ...]], tuple[WireMessage, WireMessage]] = {}
 
     def facts(self, msg: WireMessage) -> tuple[frozenset[str], frozenset[str]]:
         """``(labels, citations)`` of ``msg``."""
@@ -110,30 +121,35 @@ class CitationMemo:
         self._seen[id(msg)] = (msg, labels, cites)
         return labels, cites
 
-    def rewritten(self, msg: WireMessage, missing: frozenset[str], shown: frozenset[str]) -> WireMessage:
-        """``msg`` with its citations of ``missing`` handles in the not-shown form."""
-        key = (id(msg), missing)
+    def rewritten(self, msg: WireMessage, missing: frozenset[str], shown: frozenset[str], calls: Mapping[str, str]) -> WireMessage:
+        """``msg`` with its citations of ``missing`` handles by call id or in the
+        not-shown form (:func:`cite_text`)."""
+        key = (id(msg), missing, tuple(sorted((h, c) for h, c in calls.items() if h in missing)))
         hit = self._done.get(key)
         if hit is not None and hit[0] is msg:
             return hit[1]
         parts: list[Part] = list(msg.parts)
         for i, p in enumerate(parts):
             # only the note forms of :data:`CITATION` change: the rest of a text is sent as recorded
-            if isinstance(p, (TextPart, ToolResultPart)) and isinstance(p.text, str) and (new := cite_text(p.text, shown)) != p.text:
+            if isinstance(p, (TextPart, ToolResultPart)) and isinstance(p.text, str) and (new := cite_text(p.text, shown, calls)) != p.text:
                 parts[i] = p.model_copy(update={"text": new})
         out = WireMessage(role=msg.role, parts=tuple(parts), name=msg.name, ref=msg.ref)
         self._done[key] = (msg, out)
         return out
 
 
-def cite_shown(msgs: Sequence[WireMessage], *, before: Iterable[str] = (), memo: CitationMemo | None = None) -> list[WireMessage]:
+def cite_shown(
+    msgs: Sequence[WireMessage], *, before: Iterable[str] = (), calls: Mapping[str, str] | None = None, memo: CitationMemo | None = None,
+) -> list[WireMessage]:
     """``msgs`` with every citation of a handle that neither they nor ``before`` (the
-    labels of a prefix sent earlier) label put in the not-shown form; messages that need
-    no change are returned as they are (the same objects).
+    labels of a prefix sent earlier) label named by the call id of its raw result when
+    the request sends it (``calls``), else in the not-shown form; messages that need no
+    change are returned as they are (the same objects).
 
     Args:
         msgs: the messages first sent in this request, in order.
         before: handles labelled by what the request sends before ``msgs``.
+        calls: handle (``m12`` and ``a12``) → call id of a raw result the request sends.
         memo: reused across builds of one request (see :class:`CitationMemo`).
     """
     memo = memo if memo is not None else CitationMemo()
@@ -144,7 +160,20 @@ def cite_shown(msgs: Sequence[WireMessage], *, before: Iterable[str] = (), memo:
     out: list[WireMessage] = []
     for m, (_, cites) in zip(msgs, facts, strict=True):
         missing = cites - shown
-        out.append(memo.rewritten(m, frozenset(missing), shown) if missing else m)
+        out.append(memo.rewritten(m, frozenset(missing), shown, calls or {}) if missing else m)
+    return out
+
+
+def raw_calls(pieces: Iterable[Piece]) -> dict[str, str]:
+    """Handle (``m12`` and ``a12``: a memory shares its artifact's number) → call id of
+    every result ``pieces`` send raw."""
+    out: dict[str, str] = {}
+    for p in pieces:
+        if p.unit is None or not p.raw_artifacts:
+            continue
+        for call_id, art in p.unit.artifacts.items():
+            if art.id in p.raw_artifacts:
+                out[f"{MEMORY_PREFIX}{art.seq}"] = out[f"{ARTIFACT_PREFIX}{art.seq}"] = call_id
     return out
 
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextledger.assembly.citations import cite_shown, labels_in
+from contextledger.assembly.citations import cite_shown, labels_in, raw_calls
 from contextledger.assembly.epoch import (
     EpochState,
     extension_messages,
@@ -179,7 +179,7 @@ def extend(x: Extending) -> Extended | str:
     key = messages_key(payload)
     # the new blocks cite only what the payload labels, the frozen prefix included
     sent = labels_in([json.dumps(payload.get(key, []), ensure_ascii=False)])
-    msgs = cite_shown(extension_messages(new, note), before=sent)
+    msgs = cite_shown(extension_messages(new, note), before=sent, calls=raw_calls(pieces))
     prev_part = list(payload.get(key, []))
     part = _serialize_new(x, msgs, prev_part, note is not None) if msgs else []
     if isinstance(part, str):
