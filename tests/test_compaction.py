@@ -268,7 +268,15 @@ def test_compaction_writes_one_handoff_message_with_every_section(ledger: Ledger
     assert ver["command"] == "python -m pytest tests/test_auth.py"
     assert ver["result"] == "passed (2 passed)"
     assert ver["evidence"] == "passed: 2 passed"
-    assert doc["next_step"]["text"] == "Next I will update the changelog."
+    go_ahead = ledger.store.messages(scope, s.conv_id)[-3]
+    assert go_ahead.parts[0].text == "Thanks. Please go ahead."  # type: ignore[union-attr]
+    plan_msg = ledger.store.messages(scope, s.conv_id)[-4]
+    # the newest user request leads (it lies in the raw tail); the plan it answers stays
+    assert doc["next_step"] == {
+        "text": "Thanks. Please go ahead.",
+        "message_id": go_ahead.id,
+        "plan": {"text": "Next I will update the changelog.", "message_id": plan_msg.id},
+    }
     assert doc["current_state"]["stopped_at"].startswith("seq ")
     assert doc["current_state"]["stopped_at"].endswith(
         "assistant replied: The fix is in place and the tests pass. Next I will update the changelog."
@@ -351,7 +359,8 @@ def test_every_section_and_every_hard_constraint_survive_two_compactions(ledger:
     assert [f["path"] for f in doc["files_modified"]] == ["src/auth/session.py"]
     assert [f["memory_id"] for f in doc["failed_attempts"]][-1] == s.rm_mem
     assert doc["latest_verification"]["result"] == "passed (2 passed)"
-    assert doc["next_step"]["text"] == "Next I will add an entry for the redirect fix."
+    assert doc["next_step"]["text"] == "ok"
+    assert doc["next_step"]["plan"]["text"] == "Next I will add an entry for the redirect fix."
     latest = latest_compaction(ledger.store, scope, s.conv_id, ledger.store.lineage(scope, ledger.store.get_conversation(scope, s.conv_id).active_branch_id))
     assert latest is not None and latest.id == second.id
     part = second.message.parts[0]
@@ -597,7 +606,7 @@ def test_real_swe_agent_trajectory_keeps_its_rules_and_failures(sqlite_ledger: L
     assert read["fields.py"].startswith("stale: changed by mem_")
     assert {Path(f["path"]).name for f in doc["files_modified"]} == {"reproduce.py", "fields.py"}
     assert [f["error"] for f in doc["failed_attempts"]] == ["- E999 IndentationError: unexpected indent"]
-    assert doc["next_step"]["text"].endswith("so we can just run `reproduce.py` directly.")
+    assert doc["next_step"]["plan"]["text"].endswith("so we can just run `reproduce.py` directly.")
     rebuilt = build_handoff(ledger.store, scope, res.conversation_id, keep_recent_units=1, now=now)
     again = build_handoff(ledger.store, scope, res.conversation_id, keep_recent_units=1, now=now)
     assert rebuilt.document == again.document
@@ -642,4 +651,8 @@ def test_a_long_user_goal_is_capped_and_points_at_its_message(ledger: Ledger) ->
     g = plan.document["user_goal"]
     assert (len(g["text"]), g["text"][-1], g["truncated"], g["message_id"]) == (4000, "…", True, first.id)
     assert goal.startswith(g["text"][:-1])
-    assert plan.document["next_step"] == {"text": "Starting with the lexer.", "message_id": plan.snapshot.messages[-1].id}
+    assert plan.document["next_step"] == {
+        "text": goal[:599] + "…",
+        "message_id": first.id,
+        "plan": {"text": "Starting with the lexer.", "message_id": plan.snapshot.messages[-1].id},
+    }

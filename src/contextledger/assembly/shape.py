@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from contextledger.assembly.visibility import VisibleUnits
     from contextledger.tokens import Tokenizer
 
-__all__ = ["Shaped", "Shaper", "shape_pieces"]
+__all__ = ["Shaped", "Shaper", "shape_pieces", "unit_order"]
 
 
 @dataclass(kw_only=True)
@@ -277,11 +277,20 @@ def newest_exchange(units: Sequence[Unit], current: int | None) -> int | None:
     return None
 
 
+def unit_order(u: Unit, i: int, covered_to: int) -> tuple[int, int]:
+    """Request order of the ``i``-th visible unit: ``(seq, i)``; a unit of the compacted
+    range that stays raw (recovery-protected, or the task statement of a cut goal) comes
+    right after the summary, whose order is ``(covered_to, -1)``: nothing of the
+    compacted range is sent before its summary."""
+    return (covered_to, i) if u.seq <= covered_to else (u.seq, i)
+
+
 def shape_pieces(visible: VisibleUnits, heat: Heat, ev: Evaluator, shaper: Shaper, cands: CandidateSet, now: datetime) -> Shaped:
     """Render every visible unit — raw in the recent tail and when protected, shaped
     before it; a probe rendering of the temperature stage is kept when its trace would be
-    the same — then the compaction (its handoff text) and the runtime state (skill
-    state, checkpoint) as mandatory task state."""
+    the same — then the compaction (its handoff text, before every unit of the range it
+    covers that stays raw: :func:`unit_order`) and the runtime state (skill state,
+    checkpoint) as mandatory task state."""
     pieces: list[Piece] = []
     in_view: set[str] = set()
     mandatory_at = (heat.first_user, heat.current)
@@ -296,9 +305,9 @@ def shape_pieces(visible: VisibleUnits, heat: Heat, ev: Evaluator, shaper: Shape
         kept = heat.probed.get(i) if raw else None
         if kept is not None and ev.absorb(kept[1], bucket=(PROBE_BUCKET, bucket)):
             piece = kept[0]
-            piece.bucket, piece.mandatory, piece.order = bucket, mandatory, (u.seq, i)
+            piece.bucket, piece.mandatory, piece.order = bucket, mandatory, unit_order(u, i, visible.covered_to)
         else:
-            piece = shaper.render_unit(u, ev, raw=raw, bucket=bucket, mandatory=mandatory, order=(u.seq, i))
+            piece = shaper.render_unit(u, ev, raw=raw, bucket=bucket, mandatory=mandatory, order=unit_order(u, i, visible.covered_to))
         piece.task_statement = i == heat.first_user and heat.first_user != heat.current
         piece.newest_result = i == newest
         in_view.update(m.id for m in u.memories.values())

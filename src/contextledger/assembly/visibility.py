@@ -4,7 +4,8 @@ Seed 001 §9 *Visibility Filter* (what reaches the model and what stays runtime-
 *Boundary Controller* (branch, task, subagent and participant boundaries); seed 000
 §4.9–4.14 (ownership, runtime modes, subagent promotion), DESIGN.md pipeline step 3.
 Per unit, in order: a compaction replaces the units it covers (an older compaction gives
-way to the newest); progress and meta records are runtime-only; a result whose turn lies
+way to the newest; a covered unit that recovery protects stays, and is sent after the
+summary: :func:`~contextledger.assembly.shape.unit_order`); progress and meta records are runtime-only; a result whose turn lies
 before the candidate window is cut; ownership and visibility of the unit's first message
 decide (a child subagent sees only its own records unless others were promoted to it).
 An exchange repeated verbatim later is a duplicate.  The tool declarations are the

@@ -27,7 +27,10 @@ key                          value
                             "artifact_id", "seq"}``
 ``latest_verification``     ``{"command", "result", "evidence", "memory_id",
                             "artifact_id", "seq"}``
-``next_step``               ``{"text", "message_id"}``
+``next_step``               ``{"text", "message_id", "plan"}``: the newest user request
+                            and the assistant's last stated plan (``{"text",
+                            "message_id"}`` or :data:`NONE_RECORDED`); ``{"text",
+                            "message_id"}`` (the plan) when no user request was recorded
 ``source_range``            ``{"from_seq", "to_seq"}`` (inclusive sequence numbers)
 ``omitted`` (optional)      section name → how many entries were left out by a cap
 ``prose`` (optional)        model-written notes; only ever *added* by a summariser
@@ -232,7 +235,7 @@ def _render_mapping(section: str, value: Mapping[str, Any], handles: Mapping[str
             lines.extend(f"- {r.get('text')} [{_h(r.get('message_id'), handles)}]" for r in later if isinstance(r, Mapping))
         return lines
     if section == "next_step":
-        return [f"{value.get('text', NONE_RECORDED)}{_refs(value, handles)}"]
+        return _render_next_step(value, handles)
     for key, item in value.items():
         if key in ("memory_id", "artifact_id", "message_id", "seq"):
             continue
@@ -246,6 +249,17 @@ def _render_mapping(section: str, value: Mapping[str, Any], handles: Mapping[str
     if refs:
         lines.append(f"sources:{refs}")
     return lines
+
+
+def _render_next_step(value: Mapping[str, Any], handles: Mapping[str, str]) -> list[str]:
+    """``Latest user request: …`` and ``Last stated plan: …`` lines (with their handles);
+    the plain text of a document without a ``plan`` key."""
+    text = f"{value.get('text', NONE_RECORDED)}{_refs(value, handles)}"
+    if "plan" not in value:
+        return [text]
+    plan = value["plan"]
+    said = f"{plan.get('text', NONE_RECORDED)}{_refs(plan, handles)}" if isinstance(plan, Mapping) else str(plan)
+    return [f"Latest user request: {text}", f"Last stated plan: {said}"]
 
 
 def _flat(value: Any) -> str:

@@ -15,7 +15,9 @@ order.  Which records feed which section (seed 001 §10, §6 problem 5):
 * ``files_read`` / ``files_modified``: file-read and applied file-write memories by path;
 * ``failed_attempts``: failed/abandoned calls, rejected writes, commands that failed;
 * ``latest_verification``: the newest test run, else the newest command with an exit code;
-* ``next_step``: the final sentence (code fences skipped) of the last assistant text.
+* ``next_step``: the newest user request of the lineage (covered or in the raw tail), with
+  the final sentence (code fences skipped) of the last covered assistant text as its
+  plan when no covered request came after that text;
 
 Only records another participant may see feed a section: branch/conversation visibility,
 not ``not_promoted``/``audit_only``, privacy class ``public``/``internal``/``user_data``
@@ -74,6 +76,7 @@ __all__ = [
     "shareable_memory",
     "shareable_message",
     "user_goal",
+    "user_requests",
     "verified_facts",
 ]
 
@@ -155,6 +158,15 @@ def _ordered(memories: Iterable[ToolMemory]) -> list[ToolMemory]:
 # -- user goal --------------------------------------------------------------------------
 
 
+def user_requests(messages: Sequence[Message]) -> list[tuple[Message, str]]:
+    """``(message, the user's own words)`` of every user request in ``messages`` (seq
+    order): shareable user chat messages with words of the user's once client-injected
+    text is removed (:func:`~contextledger.ingest.preambles.user_text`), scaffold
+    demonstrations (``is_demo``) left out."""
+    own = [(m, user_text(message_text(m))) for m in messages if _is_user_chat(m) and shareable_message(m) and not m.metadata.get("is_demo")]
+    return [(m, text) for m, text in own if text]
+
+
 def user_goal(messages: Sequence[Message], covered_ids: frozenset[str]) -> dict[str, Any] | str:
     """The first user chat message of the lineage in the user's own words (verbatim up to
     :data:`MAX_GOAL_CHARS`) and the newest :data:`MAX_LATER_REQUESTS` other ones of the
@@ -162,8 +174,7 @@ def user_goal(messages: Sequence[Message], covered_ids: frozenset[str]) -> dict[
     (:func:`~contextledger.ingest.preambles.user_text`: ``<system-reminder>``, Codex's
     ``<environment_context>`` …) is never quoted as theirs, a message of nothing else and a
     scaffold demonstration (``is_demo``) are no request."""
-    own = [(m, user_text(message_text(m))) for m in messages if _is_user_chat(m) and shareable_message(m) and not m.metadata.get("is_demo")]
-    users = [(m, text) for m, text in own if text]
+    users = user_requests(messages)
     if not users:
         return NONE_RECORDED
     first, text = users[0]
@@ -535,59 +546,110 @@ def _counts_text(counts: Any) -> str:
     return ", ".join(f"{v} {k}" for k, v in counts.items())
 
 
+_FROM_CALL = "call status; no exit code or summary in the output"
+"""How a verification result read from the call's recorded status is marked."""
+
+
+def _recorded_outcome(mem: ToolMemory, parsed: str) -> tuple[str, str | None]:
+    """``(status, basis)``: the status parsed from the output (basis ``None``), or — when
+    the output told nothing (``unknown``) — what the record itself says: the exit code's
+    outcome, else the call's recorded status (basis :data:`_FROM_CALL`)."""
+    if parsed not in ("", "unknown"):
+        return parsed, None
+    code = mem.payload.get("exit_code")
+    if isinstance(code, int):
+        return ("succeeded" if code == 0 else "failed"), None
+    return mem.status.value, _FROM_CALL
+
+
+def _test_verification(m: ToolMemory) -> dict[str, Any]:
+    p = m.payload
+    status, basis = _recorded_outcome(m, str(p.get("status") or ""))
+    counts = _counts_text(p.get("counts"))
+    if status in ("failed", "error") and not p.get("test"):
+        evidence = _error_line(m)
+    elif status in ("failed", "error"):
+        where = f" ({p.get('file')})" if p.get("file") else ""
+        evidence = f"{p.get('test')}: {p.get('error') or 'no message'}{where}"
+    else:
+        evidence = f"{status}: {counts}"
+    return {
+        "command": one_line(str(p.get("command") or m.source_tool), 200),
+        "result": f"{status} ({basis or counts})",
+        "evidence": cap_text(evidence, MAX_LINE_CHARS),
+        "memory_id": m.id,
+        "artifact_id": _artifact(m),
+        "seq": m.seq,
+    }
+
+
+def _command_verification(m: ToolMemory) -> dict[str, Any]:
+    p = m.payload
+    code = p.get("exit_code")
+    status, basis = _recorded_outcome(m, str(p.get("status") or ""))
+    tail = [str(x) for x in p.get("tail") or []]
+    failed = status == "failed" or (isinstance(code, int) and code != 0)
+    evidence = _error_line(m) if failed else (cap_text(tail[-1], MAX_LINE_CHARS) if tail else "no output")
+    return {
+        "command": one_line(str(p.get("command") or m.source_tool), 200),
+        "result": f"exit {code} ({status})" if isinstance(code, int) else (f"{status} ({basis})" if basis else status),
+        "evidence": evidence,
+        "memory_id": m.id,
+        "artifact_id": _artifact(m),
+        "seq": m.seq,
+    }
+
+
 def latest_verification(covered: Sequence[ToolMemory]) -> dict[str, Any] | str:
     """The newest covered test run (command, status with counts, first failure or the
     passing counts as proof); else the newest command matching :data:`VERIFY_COMMAND`;
-    else the newest command with an exit code; else :data:`NONE_RECORDED`."""
+    else the newest command with an exit code; else :data:`NONE_RECORDED`.
+
+    ``result`` is the recorded outcome: the status parsed from the output; when the
+    output gave none (``unknown``), the exit code's (``succeeded`` / ``failed``), else the
+    call's recorded status marked ``(call status; no exit code or summary in the
+    output)`` — never ``unknown`` for a call whose outcome was recorded."""
     ordered = _ordered(covered)
     tests = [m for m in ordered if _kind(m) == "test_run"]
     if tests:
-        m = tests[-1]
-        p = m.payload
-        status = str(p.get("status") or "unknown")
-        counts = _counts_text(p.get("counts"))
-        if status in ("failed", "error"):
-            where = f" ({p.get('file')})" if p.get("file") else ""
-            evidence = f"{p.get('test') or 'a test'}: {p.get('error') or 'no message'}{where}"
-        else:
-            evidence = f"{status}: {counts}"
-        return {
-            "command": one_line(str(p.get("command") or m.source_tool), 200),
-            "result": f"{status} ({counts})",
-            "evidence": cap_text(evidence, MAX_LINE_CHARS),
-            "memory_id": m.id,
-            "artifact_id": _artifact(m),
-            "seq": m.seq,
-        }
+        return _test_verification(tests[-1])
     commands = [m for m in ordered if _kind(m) == "command"]
     checks = [m for m in commands if VERIFY_COMMAND.search(str(m.payload.get("command") or "").split("\n", 1)[0])]
     coded = [m for m in commands if isinstance(m.payload.get("exit_code"), int)]
     if checks or coded:
-        m = (checks or coded)[-1]
-        p = m.payload
-        code = p.get("exit_code")
-        status = str(p.get("status") or "unknown")
-        tail = [str(x) for x in p.get("tail") or []]
-        failed = status == "failed" or (isinstance(code, int) and code != 0)
-        evidence = _error_line(m) if failed else (cap_text(tail[-1], MAX_LINE_CHARS) if tail else "no output")
-        return {
-            "command": one_line(str(p.get("command") or m.source_tool), 200),
-            "result": f"exit {code} ({status})" if isinstance(code, int) else status,
-            "evidence": evidence,
-            "memory_id": m.id,
-            "artifact_id": _artifact(m),
-            "seq": m.seq,
-        }
+        return _command_verification((checks or coded)[-1])
     return NONE_RECORDED
+
+
+def _last_plan(messages: Sequence[Message], covered_ids: frozenset[str]) -> Message | None:
+    """The last covered shareable assistant message with text outside code fences."""
+    for m in reversed(messages):
+        if m.id in covered_ids and m.role is Role.ASSISTANT and shareable_message(m) and split_sentences(message_text(m)):
+            return m
+    return None
+
+
+def _plan_entry(msg: Message) -> dict[str, Any]:
+    return {"text": cap_text(split_sentences(message_text(msg))[-1], MAX_LINE_CHARS), "message_id": msg.id}
 
 
 def next_step(messages: Sequence[Message], covered_ids: frozenset[str]) -> dict[str, Any] | str:
-    """The final sentence (outside code fences) of the last covered shareable assistant
-    text, capped at :data:`MAX_LINE_CHARS`; else :data:`NONE_RECORDED`."""
-    for m in reversed(messages):
-        if m.id not in covered_ids or m.role is not Role.ASSISTANT or not shareable_message(m):
-            continue
-        sentences = split_sentences(message_text(m))
-        if sentences:
-            return {"text": cap_text(sentences[-1], MAX_LINE_CHARS), "message_id": m.id}
-    return NONE_RECORDED
+    """What the next model is to do, led by the newest user request of the lineage
+    (``messages``: covered range and raw tail, seq order; see :func:`user_requests`).
+
+    Shape: ``{"text": <that request, one line, at most MAX_REQUEST_CHARS>, "message_id":
+    <its id>, "plan": <plan> or NONE_RECORDED}``; ``plan`` is ``{"text", "message_id"}``:
+    the final sentence (outside code fences, at most :data:`MAX_LINE_CHARS`) of the last
+    covered shareable assistant text, kept only when no covered user request came after
+    it (a request in the raw tail, such as "go ahead", leaves it standing).  Without any
+    user request the plan alone is the next step (``{"text", "message_id"}``); without
+    either, :data:`NONE_RECORDED`.
+    """
+    requests = user_requests(messages)
+    last = _last_plan(messages, covered_ids)
+    if not requests:
+        return _plan_entry(last) if last is not None else NONE_RECORDED
+    newest, text = requests[-1]
+    answered = max((m.seq for m, _ in requests if m.id in covered_ids), default=-1)
+    plan: dict[str, Any] | str = _plan_entry(last) if last is not None and last.seq > answered else NONE_RECORDED
+    return {"text": one_line(text, MAX_REQUEST_CHARS), "message_id": newest.id, "plan": plan}
