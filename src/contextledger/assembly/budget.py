@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from contextledger.assembly.citations import CitationMemo, cite_shown, raw_calls
 from contextledger.assembly.drop_order import DropState, drop_once, eviction_key
 from contextledger.assembly.last_resort import (
     cut_task_statement,
@@ -108,7 +107,6 @@ class Budgeter:
         self._ever_lines: set[str] = set()
         self._lines_sorted = True  # ``notes`` is in ``order`` (a refill appends out of order)
         self._notes_scratch = ev.quiet()
-        self._cites = CitationMemo()
 
     # -- exact counts ----------------------------------------------------------------
     def build(self, ps: list[Piece], ns: list[Piece], sysb: tuple[str, ...]) -> NeutralRequest:
@@ -131,8 +129,7 @@ class Budgeter:
             msgs.append(retrieval_block(lines))
         for p in ordered[1:]:
             msgs.extend(p.messages)
-        # a note cites only what this request labels (:mod:`.citations`); counted as sent
-        return NeutralRequest(system=sysb, messages=tuple(cite_shown(msgs, calls=raw_calls(ordered), memo=self._cites)), tools=self.tools)
+        return NeutralRequest(system=sysb, messages=tuple(msgs), tools=self.tools)
 
     def exact(self, req: NeutralRequest) -> int:
         """Exact tokens of ``req``'s payload."""

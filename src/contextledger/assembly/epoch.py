@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -219,17 +220,19 @@ def split_new_units(units: list[Unit], head_seq: int) -> list[Unit] | str:
     return out
 
 
+_LABEL = re.compile(r"\b([ma][1-9][0-9]*)\b")
+
+
 def outdated_note(memories: list[ToolMemory], ev: Evaluator, payload: dict[str, Any], refs: tuple[str, ...], announced: set[str]) -> tuple[WireMessage | None, list[str]]:
     """The note announcing records sent earlier in the epoch that are now stale or
     superseded, and the memory ids it announces.  A record is cited by its handle when
     the payload labels it (``m12`` / ``a12``), else by the call id the payload sends;
     one it cannot cite is not announced.  ``refs``: the ids the payload was built from."""
-    from contextledger.assembly.citations import labels_in
     from contextledger.assembly.pieces import outdated
     from contextledger.assembly.render import DATA_BANNER
 
     text = json.dumps(payload.get(messages_key(payload), []), ensure_ascii=False)
-    labels = labels_in([text])  # blocks that show a record, not every mention of a handle
+    labels = set(_LABEL.findall(text))
     sent = set(refs)
     lines: list[str] = []
     done: list[str] = []

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextledger.assembly.citations import cite_shown, labels_in, raw_calls
 from contextledger.assembly.epoch import (
     EpochState,
     extension_messages,
@@ -208,10 +206,8 @@ def extend(x: Extending) -> Extended | str:
     announced = set(ep.get("announced") or [])
     memories = {m.id: m for m in x.cands.memories} | {m.id: m for u in x.visible.units for m in u.memories.values()}
     note, done = outdated_note(list(memories.values()), x.ev, payload, prev.selected_refs, announced)
+    msgs = extension_messages(new, note)
     key = messages_key(payload)
-    # the new blocks cite only what the payload labels, the frozen prefix included
-    sent = labels_in([json.dumps(payload.get(key, []), ensure_ascii=False)])
-    msgs = cite_shown(extension_messages(new, note), before=sent, calls=raw_calls(pieces))
     prev_part = list(payload.get(key, []))
     part = _serialize_new(x, msgs, prev_part, note is not None) if msgs else []
     if isinstance(part, str):

@@ -16,7 +16,6 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from contextledger.assembly.citations import cut_clear
 from contextledger.assembly.families import (
     ConflictEvaluator,
     FreshnessEvaluator,
@@ -526,7 +525,7 @@ class Evaluator:
                 outcome = ""
                 if mem.status.value == "failed":
                     lines = [ln.strip() for ln in mem.summary.strip().splitlines()[:2] if ln.strip()]
-                    outcome = " " + cut_clear(" — ".join([tight_summary(lines[0]), *lines[1:]]), 240) if lines else ""
+                    outcome = " " + " — ".join([tight_summary(lines[0]), *lines[1:]])[:240] if lines else ""
                 # the successor is named only when the viewer sees it in this request
                 succ_id = self.lineage.successor(mem)
                 succ = self.lineage.handle(succ_id) if succ_id is not None else None

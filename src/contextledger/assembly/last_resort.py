@@ -14,13 +14,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from contextledger.assembly.citations import clear_cut
 from contextledger.assembly.pieces import Piece
 from contextledger.handles import artifact_handle
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import OmissionReason, Shape
 from contextledger.records.parts import Part, TextPart, ToolResultPart
-from contextledger.tokens import pretoken_boundary, split_point
+from contextledger.tokens import split_point
 
 if TYPE_CHECKING:
     from contextledger.assembly.drop_order import DropState
@@ -90,8 +89,7 @@ def _positions(piece: Piece) -> dict[str, str]:
 
 def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str:
     """``text`` within about ``max_tokens`` tokens: its first two thirds and last third
-    (ending and starting at a line break when one is near, so labels stay whole, and never
-inside a marker ``[…]``: :func:`~contextledger.assembly.citations.clear_cut`), with a
+    (ending and starting at a line break when one is near, so labels stay whole), with a
     marker naming how many tokens were left out and where the full text is
     (``ref``: ``"artifact a12"``, ``"message 12"``, ``"system prompt"``).
 
@@ -108,12 +106,6 @@ inside a marker ``[…]``: :func:`~contextledger.assembly.citations.clear_cut`),
     tail_at = tok.suffix_start(text, max_tokens // 3) if max_tokens >= 3 else len(text)
     tail_at = max(tail_at, p)
     q, q_exact = split_point(text, tail_at, tail_at + (len(text) - tail_at) // 2, last=False)
-    # never inside a marker ``[…]``: the cut falls before it (head) or after it (tail)
-    if (moved := clear_cut(text, p)) != p:
-        p, p_exact = moved, pretoken_boundary(text, moved)
-    if (moved := clear_cut(text, q, keep_after=True)) != q:
-        q, q_exact = moved, pretoken_boundary(text, moved)
-    q = max(q, p)
     head, tail = text[:p], text[q:]
     omitted = total - tok.count(head) - tok.count(tail)
     slack = tok.count_slack(text) + (not p_exact) + (not q_exact)
