@@ -272,9 +272,10 @@ def test_stable_prefix_change_is_recorded_with_position(led: Ledger) -> None:
     assert first.record.stable_prefix_hash == second.record.stable_prefix_hash and second.record.prefix_change is None
     rec.record_message(conv.id, "user", "Never push to main.")
     third = led.assemble(conv.id, now=T0)
-    assert third.record.prefix_change is not None
-    assert third.record.prefix_change["first_difference_char"] == len("You are careful.")
-    assert third.record.prefix_change["reason"] == "pinned constraints changed"
+    # a constraint stated by a new message inside the epoch is read verbatim in the tail:
+    # the system blocks (the stable prefix) stay as the provider cached them
+    assert third.record.stable_prefix_hash == second.record.stable_prefix_hash and third.record.prefix_change is None
+    assert "Never push to main." in json.dumps(third.payload)
 
 
 def test_broken_provenance_is_marked_unverifiable_never_fabricated(led: Ledger) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 
-from contextledger.retrieval.model import RouteHit
+from contextledger.retrieval.model import RouteHit, rank_score
 
 __all__ = ["LEADS", "RRF_K", "Fused", "fuse", "lead", "lead_with_tops", "rank_score"]
 
@@ -70,14 +70,6 @@ def lead(
     if any(rank == 1 and (1.0 if weights is None else weights.get(route, 1.0)) >= 1.0 for route, rank in f[3].items()):
         return 2
     return 1 if key in exact else 0
-
-
-def rank_score(lead_value: int, fused_score: float) -> float:
-    """The score hits are ordered by: ``lead + fused_score``.  A fused score stays below
-    1 (``Σ w / (k + 1)`` with the routes' weights summing to less than ``k + 1``), so the
-    lead decides first and the fused score within a lead — the order and the score shown
-    always agree."""
-    return lead_value + fused_score
 
 
 def lead_with_tops(

@@ -12,6 +12,14 @@ from typing import Any
 __all__ = ["Hit", "RetrievalQuery", "RetrievalResult", "RouteHit", "RouteReport"]
 
 
+def rank_score(lead_value: int, fused_score: float) -> float:
+    """The score hits are ordered by: ``lead + fused_score``.  A fused score stays below
+    1 (``Σ w / (k + 1)`` with the routes' weights summing to less than ``k + 1``), so the
+    lead decides first and the fused score within a lead — the order and the score shown
+    always agree."""
+    return lead_value + fused_score
+
+
 @dataclass(frozen=True, kw_only=True)
 class RetrievalQuery:
     """What to recall.
@@ -82,8 +90,6 @@ class Hit:
     def score(self) -> float:
         """What hits are ordered by, best first: ``lead + fused_score``
         (:func:`~contextledger.retrieval.fusion.rank_score`)."""
-        from contextledger.retrieval.fusion import rank_score
-
         return rank_score(self.lead, self.fused_score)
 
     @property
