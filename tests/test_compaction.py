@@ -36,7 +36,8 @@ from contextledger.compaction import (
     render_handoff,
     validate_handoff,
 )
-from contextledger.compaction.sections import MAX_FACTS, MAX_FILES, MAX_WRITES_CITED
+from contextledger.compaction.sections.facts import MAX_FACTS
+from contextledger.compaction.sections.files import MAX_FILES, MAX_WRITES_CITED
 from contextledger.errors import InputError
 from contextledger.ledger import Ledger
 from contextledger.policy.rules import parse_rule_text

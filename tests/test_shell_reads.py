@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.tool_dialects import payload_texts
 
 from conftest import require_real_data
 from contextledger.ingest.importers import detect_format, parse_file
@@ -162,17 +162,6 @@ def test_a_read_is_not_stale_after_a_write_of_another_file_or_a_read_after_the_w
     assert read_after.resolution_state is ResolutionState.CURRENT
 
 
-def _texts(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _texts(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _texts(v)
-
-
 def test_an_imported_codex_read_is_sent_as_a_stale_marker_after_a_custom_tool_patch(tmp_path: Path) -> None:
     from tests.tool_dialects import Call, write_codex
 
@@ -185,7 +174,7 @@ def test_an_imported_codex_read_is_sent_as_a_stale_marker_after_a_custom_tool_pa
         led.close()
     read_result = next(m["content"] for m in payload["messages"] if m.get("tool_call_id") == "r1")
     assert read_result.startswith("[stale memory ") and "revalidate: exec_command" in read_result
-    assert "return check(user)" not in "\n".join(_texts(payload))
+    assert "return check(user)" not in "\n".join(payload_texts(payload))
 
 
 def test_a_compound_command_keeps_its_output_and_says_what_it_deleted(tmp_path: Path) -> None:
@@ -207,7 +196,7 @@ def test_a_compound_command_keeps_its_output_and_says_what_it_deleted(tmp_path: 
         rec.record_assistant(conv.id, tool_calls=[{"call_id": "c1", "tool_name": "Bash", "arguments": {"command": command}}])
         rec.record_tool_result(conv.id, "c1", output)
         rec.record_message(conv.id, "user", "Did they pass?")
-        text = "\n".join(_texts(led.assemble(conv.id, budget_tokens=100_000, persist=False).payload))
+        text = "\n".join(payload_texts(led.assemble(conv.id, budget_tokens=100_000, persist=False).payload))
     finally:
         led.close()
     assert output.strip() in text

@@ -11,12 +11,11 @@ after successive edits only the newest value is.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.tool_dialects import DECLARED_POLICY, DIALECTS, VALUES, WRITERS, story
+from tests.tool_dialects import DECLARED_POLICY, DIALECTS, VALUES, WRITERS, payload_texts, story
 
 from contextledger.errors import PolicyError
 from contextledger.ledger import Ledger
@@ -39,17 +38,6 @@ def _item(tool: str, args: dict[str, Any] | str, text: str = "", *, action: str 
     return ToolInput(tool_name=tool, arguments_json=raw, result_text=text, is_error=False, size_bytes=len(text.encode()), action_text=action)
 
 
-def _texts(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _texts(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _texts(v)
-
-
 def _assemble(tmp_path: Path, dialect: str, kind: str, values: tuple[str, ...]) -> tuple[str, str]:
     calls, path = story(dialect, kind, values)
     source = WRITERS[dialect](tmp_path, calls)
@@ -61,7 +49,7 @@ def _assemble(tmp_path: Path, dialect: str, kind: str, values: tuple[str, ...]) 
     try:
         conv = ledger.import_file(source).conversation_id
         result = ledger.assemble(conv, provider="openai-chat", budget_tokens=BUDGET, persist=False)
-        return "\n".join(_texts(result.payload)), path
+        return "\n".join(payload_texts(result.payload)), path
     finally:
         ledger.close()
 
@@ -280,7 +268,7 @@ def test_working_set_states_created_deleted_rejected_and_read_after_edit(tmp_pat
             rec.record_assistant(conv.id, tool_calls=[{"call_id": call_id, "tool_name": tool, "arguments": args}])
             rec.record_tool_result(conv.id, call_id, out, is_error=is_error)
         rec.record_message(conv.id, "user", "What changed?")
-        payload = "\n".join(_texts(led.assemble(conv.id, budget_tokens=4000, persist=False).payload))
+        payload = "\n".join(payload_texts(led.assemble(conv.id, budget_tokens=4000, persist=False).payload))
     finally:
         led.close()
     lines = payload[payload.index(WS_HEAD):].split("\n")[1:]
@@ -304,7 +292,7 @@ def test_a_relative_edit_of_an_absolutely_read_file_is_one_working_set_entry(tmp
     led = Ledger.open(home=tmp_path / "ledger")
     try:
         conv = led.import_file(write_claude_code(tmp_path, calls)).conversation_id
-        payload = "\n".join(_texts(led.assemble(conv, budget_tokens=BUDGET, persist=False).payload))
+        payload = "\n".join(payload_texts(led.assemble(conv, budget_tokens=BUDGET, persist=False).payload))
     finally:
         led.close()
     assert _working_set_entry(payload, "/repo/settings.py") == ["- /repo/settings.py (edited)", f"    | {VALUES[1]}"]

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conftest import real_params
+from contextledger.ingest.recorder import Recorder
 from contextledger.ledger import Ledger
 from contextledger.memory.links import file_staleness
 from contextledger.memory.write_status import result_status, write_failed
 from contextledger.records.enums import ToolCallStatus
+from contextledger.records.models import Conversation
 
 FAILURES = [
     "Error: old_str not found in src/app.py",
@@ -88,14 +91,28 @@ def test_only_a_successful_result_is_a_read(sqlite_ledger: Ledger, tool: str, ar
         assert mem.payload["content_sha256"] is not None and mem.payload["lines_returned"] == 2
 
 
-def test_a_failed_edit_is_failed_and_leaves_the_earlier_read_fresh(ledger: Ledger) -> None:
+_Call = tuple[str, dict[str, Any], str]
+"""``(tool name, arguments, result text)`` of one recorded call."""
+
+
+def _read_then_edit(ledger: Ledger, read: _Call, edit: _Call) -> tuple[Recorder, Conversation]:
+    """A conversation asking to rename a helper in src/app.py: the read ``r1`` of the file,
+    then the edit ``e1``, each with its result."""
     rec = ledger.recorder()
     conv = rec.start_conversation(title="edit", system_prompt="You edit code.")
     rec.record_message(conv.id, "user", "Rename the helper in src/app.py.")
-    rec.record_assistant(conv.id, tool_calls=[{"call_id": "r1", "tool_name": "read_file", "arguments": {"path": "src/app.py"}}])
-    rec.record_tool_result(conv.id, "r1", "def helper():\n    return 1\n")
-    rec.record_assistant(conv.id, tool_calls=[{"call_id": "e1", "tool_name": "edit_file", "arguments": {"path": "src/app.py", "old_str": "def helpr():", "new_str": "def assist():"}}])
-    rec.record_tool_result(conv.id, "e1", "Error: old_str `def helpr():` not found in src/app.py")
+    for call_id, (tool, arguments, result) in (("r1", read), ("e1", edit)):
+        rec.record_assistant(conv.id, tool_calls=[{"call_id": call_id, "tool_name": tool, "arguments": arguments}])
+        rec.record_tool_result(conv.id, call_id, result)
+    return rec, conv
+
+
+def test_a_failed_edit_is_failed_and_leaves_the_earlier_read_fresh(ledger: Ledger) -> None:
+    rec, conv = _read_then_edit(
+        ledger,
+        ("read_file", {"path": "src/app.py"}, "def helper():\n    return 1\n"),
+        ("edit_file", {"path": "src/app.py", "old_str": "def helpr():", "new_str": "def assist():"}, "Error: old_str `def helpr():` not found in src/app.py"),
+    )
     scope = ledger.scope()
     calls = {c.call_id: c for c in ledger.store.tool_calls(scope, conv.id)}
     assert calls["e1"].status is ToolCallStatus.FAILED and calls["r1"].status is ToolCallStatus.SUCCEEDED
@@ -145,13 +162,11 @@ def test_real_failed_writes_and_reads_are_failed_and_make_nothing_stale(tmp_path
 
 
 def test_a_failed_edit_that_reports_the_file_changed_meanwhile_makes_the_read_stale(ledger: Ledger) -> None:
-    rec = ledger.recorder()
-    conv = rec.start_conversation(title="edit", system_prompt="You edit code.")
-    rec.record_message(conv.id, "user", "Rename the helper in src/app.py.")
-    rec.record_assistant(conv.id, tool_calls=[{"call_id": "r1", "tool_name": "Read", "arguments": {"file_path": "/repo/src/app.py"}}])
-    rec.record_tool_result(conv.id, "r1", "     1\tdef helper():\n     2\t    return 1\n")
-    rec.record_assistant(conv.id, tool_calls=[{"call_id": "e1", "tool_name": "Edit", "arguments": {"file_path": "/repo/src/app.py", "old_string": "helper", "new_string": "assist"}}])
-    rec.record_tool_result(conv.id, "e1", "<tool_use_error>File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.</tool_use_error>")
+    _, conv = _read_then_edit(
+        ledger,
+        ("Read", {"file_path": "/repo/src/app.py"}, "     1\tdef helper():\n     2\t    return 1\n"),
+        ("Edit", {"file_path": "/repo/src/app.py", "old_string": "helper", "new_string": "assist"}, "<tool_use_error>File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.</tool_use_error>"),
+    )
     mems = {m.call_id: m for m in ledger.store.memories(ledger.scope(), conv.id)}
     assert mems["e1"].status is ToolCallStatus.FAILED and mems["e1"].payload["applied"] is False
     assert file_staleness(list(mems.values())) == {mems["r1"].id: mems["e1"].id}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -351,3 +351,16 @@ WRITERS: dict[str, Callable[[Path, list[Call]], Path]] = {
     "swe-agent": write_swe_agent,
     "mini-swe-agent-text": write_mini_text,
 }
+
+
+def payload_texts(value: Any) -> Iterator[str]:
+    """Every string in ``value`` (a provider payload: JSON-like dicts, lists and strings),
+    depth first in order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from payload_texts(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from payload_texts(v)

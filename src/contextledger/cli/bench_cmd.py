@@ -11,7 +11,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 import typer
 
@@ -80,6 +80,28 @@ def _finish(report: dict[str, Any], out: Path, as_json: bool) -> None:
     else:
         console.print(markdown(report), markup=False, soft_wrap=True)
         console.print("written: " + ", ".join(str(p) for p in paths), markup=False)
+
+
+class _Report(Protocol):
+    """A benchmark report that renders itself (``bench pinning``, ``bench secrets``)."""
+
+    def markdown(self) -> str: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+def _save_report(report: _Report, path: Path, title: str) -> None:
+    """Write ``report`` as Markdown under the heading ``title`` to ``path`` (its folder made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# {title}\n\n" + report.markdown() + "\n", encoding="utf-8")
+
+
+def _show_report(report: _Report, as_json: bool) -> None:
+    """Print ``report``: its JSON with ``as_json``, else its Markdown."""
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        console.print(report.markdown(), markup=False, soft_wrap=True)
 
 
 @app.command("scenarios")
@@ -194,12 +216,8 @@ def pinning(
         from contextledger.bench.pinning import DEFAULT_SET, run_pinning
 
         report = run_pinning(labels or DEFAULT_SET)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "bench-pinning.md").write_text("# Constraint pinning\n\n" + report.markdown() + "\n", encoding="utf-8")
-    if as_json:
-        emit_json(report.as_dict())
-    else:
-        console.print(report.markdown(), markup=False, soft_wrap=True)
+        _save_report(report, out / "bench-pinning.md", "Constraint pinning")
+    _show_report(report, as_json)
 
 
 @app.command("secrets")
@@ -215,12 +233,8 @@ def secrets(
         from contextledger.bench.secrets import run_secrets
 
         report = run_secrets(root)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "bench-secrets.md").write_text("# Secret classifier on real transcripts\n\n" + report.markdown() + "\n", encoding="utf-8")
-    if as_json:
-        emit_json(report.as_dict())
-    else:
-        console.print(report.markdown(), markup=False, soft_wrap=True)
+        _save_report(report, out / "bench-secrets.md", "Secret classifier on real transcripts")
+    _show_report(report, as_json)
 
 
 @app.command("scale")

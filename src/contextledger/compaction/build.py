@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from contextledger.compaction import sections as S
 from contextledger.compaction.boundary import Boundary, find_boundary
 from contextledger.compaction.handoff import (
     HANDOFF_FORMAT,
@@ -28,6 +27,15 @@ from contextledger.compaction.handoff import (
     NONE_RECORDED,
     validate_handoff,
 )
+from contextledger.compaction.sections.common import shareable_memory
+from contextledger.compaction.sections.constraints import hard_constraints
+from contextledger.compaction.sections.facts import verified_facts
+from contextledger.compaction.sections.failures import failed_attempts
+from contextledger.compaction.sections.files import files_modified, files_read
+from contextledger.compaction.sections.goal import user_goal
+from contextledger.compaction.sections.next_step import next_step
+from contextledger.compaction.sections.state import current_state
+from contextledger.compaction.sections.verification import latest_verification
 from contextledger.errors import InputError
 from contextledger.policy.rules import Rule
 from contextledger.records.enums import MessageKind, PrivacyClass
@@ -42,7 +50,14 @@ from contextledger.records.models import (
 from contextledger.store.base import LineageSegment, Scope
 from contextledger.store.sql import SqlStore
 
-__all__ = ["GraphSnapshot", "HandoffPlan", "build_handoff", "latest_compaction", "read_snapshot", "source_refs"]
+__all__ = [
+    "GraphSnapshot",
+    "HandoffPlan",
+    "build_handoff",
+    "latest_compaction",
+    "read_snapshot",
+    "source_refs",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,19 +109,25 @@ def _in_lineage(rule: Mapping[str, Any], segments: Sequence[LineageSegment]) -> 
     return any(s.branch_id == b and (s.max_seq is None or seq <= s.max_seq) for s in segments)
 
 
-def latest_compaction(store: SqlStore, scope: Scope, conversation_id: str, segments: Sequence[LineageSegment]) -> Message | None:
+def latest_compaction(
+    store: SqlStore, scope: Scope, conversation_id: str, segments: Sequence[LineageSegment]
+) -> Message | None:
     """The newest compaction message written by this package on the lineage ``segments``
     (``kind == compaction`` and ``metadata["handoff_format"] == HANDOFF_FORMAT``;
     compaction summaries imported from other tools are ignored), or ``None``."""
     found = [
         m
-        for m in store.messages(scope, conversation_id, list(segments), kinds=[MessageKind.COMPACTION.value])
+        for m in store.messages(
+            scope, conversation_id, list(segments), kinds=[MessageKind.COMPACTION.value]
+        )
         if m.metadata.get("handoff_format") == HANDOFF_FORMAT
     ]
     return found[-1] if found else None
 
 
-def read_snapshot(store: SqlStore, scope: Scope, conversation_id: str, branch_id: str | None = None) -> GraphSnapshot:
+def read_snapshot(
+    store: SqlStore, scope: Scope, conversation_id: str, branch_id: str | None = None
+) -> GraphSnapshot:
     """Read the lineage of ``branch_id`` (default: the active branch) in one transaction.
 
     Raises:
@@ -120,10 +141,16 @@ def read_snapshot(store: SqlStore, scope: Scope, conversation_id: str, branch_id
         messages = store.messages(scope, conversation_id, segments, conn=conn)
         calls = store.tool_calls(scope, conversation_id, segments, conn=conn)
         memories = store.memories(scope, conversation_id, segments, conn=conn)
-        rules = [r for r in store.rule_bodies(scope, conversation_id, conn) if _in_lineage(r, segments)]
+        rules = [
+            r for r in store.rule_bodies(scope, conversation_id, conn) if _in_lineage(r, segments)
+        ]
         checkpoints = store.checkpoints(scope, conversation_id, segments, conn)
         skills = store.skill_states(scope, conversation_id, segments, conn)
-    previous = [m for m in messages if m.kind == MessageKind.COMPACTION and m.metadata.get("handoff_format") == HANDOFF_FORMAT]
+    previous = [
+        m
+        for m in messages
+        if m.kind == MessageKind.COMPACTION and m.metadata.get("handoff_format") == HANDOFF_FORMAT
+    ]
     return GraphSnapshot(
         conversation=conv,
         branch_id=branch,
@@ -201,15 +228,16 @@ def build_handoff(
     covered_mems = [
         m
         for m in snap.memories
-        if S.shareable_memory(m) and ((m.call_id in covered_calls) if m.call_id else m.seq <= boundary.to_seq)
+        if shareable_memory(m)
+        and ((m.call_id in covered_calls) if m.call_id else m.seq <= boundary.to_seq)
     ]
     doc = _document(snap, boundary, covered_mems, prev_sections, now, extra_rules)
     validate_handoff(doc)
     refs = source_refs(doc)
     cited = set(refs)
-    user_data = any(m.privacy_class is PrivacyClass.USER_DATA for m in covered_mems if m.id in cited) or any(
-        m.privacy_class is PrivacyClass.USER_DATA for m in snap.messages if m.id in cited
-    )
+    user_data = any(
+        m.privacy_class is PrivacyClass.USER_DATA for m in covered_mems if m.id in cited
+    ) or any(m.privacy_class is PrivacyClass.USER_DATA for m in snap.messages if m.id in cited)
     return HandoffPlan(
         document=doc,
         boundary=boundary,
@@ -219,7 +247,9 @@ def build_handoff(
     )
 
 
-def _previous_sections(snap: GraphSnapshot, boundary: Boundary, keep_recent_units: int) -> Mapping[str, Any]:
+def _previous_sections(
+    snap: GraphSnapshot, boundary: Boundary, keep_recent_units: int
+) -> Mapping[str, Any]:
     """The sections of the previous compaction (empty when none).
 
     Raises:
@@ -239,31 +269,49 @@ def _previous_sections(snap: GraphSnapshot, boundary: Boundary, keep_recent_unit
     return sections
 
 
-def _document(snap: GraphSnapshot, boundary: Boundary, covered_mems: list[ToolMemory], prev_sections: Mapping[str, Any], now: datetime, extra_rules: Sequence[Rule]) -> dict[str, Any]:
+def _document(
+    snap: GraphSnapshot,
+    boundary: Boundary,
+    covered_mems: list[ToolMemory],
+    prev_sections: Mapping[str, Any],
+    now: datetime,
+    extra_rules: Sequence[Rule],
+) -> dict[str, Any]:
     """The handoff document's sections (template order), with the per-section counts of
     entries left out by the section caps under ``omitted``."""
     covered_ids = boundary.covered_message_ids
     calls_by_id = {c.call_id: c for c in snap.calls}
     messages_by_id = {m.id: m for m in snap.messages}
     carried = prev_sections.get("hard_constraints")
-    facts, facts_left = S.verified_facts(covered_mems, now)
-    read, read_left = S.files_read(covered_mems, snap.memories, now)
-    modified, modified_left = S.files_modified(covered_mems, calls_by_id, messages_by_id)
-    failed, failed_left = S.failed_attempts(covered_mems, calls_by_id)
-    constraints = S.hard_constraints(snap.rules, extra_rules, snap.messages, covered_ids, carried if isinstance(carried, list) else [])
+    facts, facts_left = verified_facts(covered_mems, now)
+    read, read_left = files_read(covered_mems, snap.memories, now)
+    modified, modified_left = files_modified(covered_mems, calls_by_id, messages_by_id)
+    failed, failed_left = failed_attempts(covered_mems, calls_by_id)
+    constraints = hard_constraints(
+        snap.rules,
+        extra_rules,
+        snap.messages,
+        covered_ids,
+        carried if isinstance(carried, list) else [],
+    )
     doc: dict[str, Any] = {
-        "user_goal": S.user_goal(snap.messages, covered_ids),
+        "user_goal": user_goal(snap.messages, covered_ids),
         "hard_constraints": constraints or NONE_RECORDED,
-        "current_state": S.current_state(boundary, snap.calls, snap.checkpoints, snap.skill_states),
+        "current_state": current_state(boundary, snap.calls, snap.checkpoints, snap.skill_states),
         "verified_facts": facts or NONE_RECORDED,
         "files_read": read or NONE_RECORDED,
         "files_modified": modified or NONE_RECORDED,
         "failed_attempts": failed or NONE_RECORDED,
-        "latest_verification": S.latest_verification(covered_mems),
-        "next_step": S.next_step(snap.messages, covered_ids),
+        "latest_verification": latest_verification(covered_mems),
+        "next_step": next_step(snap.messages, covered_ids),
         "source_range": {"from_seq": boundary.from_seq, "to_seq": boundary.to_seq},
     }
-    left = (("verified_facts", facts_left), ("files_read", read_left), ("files_modified", modified_left), ("failed_attempts", failed_left))
+    left = (
+        ("verified_facts", facts_left),
+        ("files_read", read_left),
+        ("files_modified", modified_left),
+        ("failed_attempts", failed_left),
+    )
     omitted = {k: v for k, v in left if v}
     if omitted:
         doc["omitted"] = omitted

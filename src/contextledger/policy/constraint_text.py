@@ -271,9 +271,11 @@ _EN_EXCLUDE = re.compile(
     r"do\s+not\s+(?:know|understand|think))\b",
     re.IGNORECASE,
 )
-_WH_WORD = re.compile(r"^\W*(?:why|how|what|when|where|which|who|whom|whose)\b", re.IGNORECASE)
+_WH = r"why|how|what|when|where|which|who|whom|whose"
+"""The English question words a question opens with."""
+_WH_WORD = re.compile(r"^\W*(?:" + _WH + r")\b", re.IGNORECASE)
 _EN_QUESTION_START = re.compile(
-    r"^\W*(?:why|how|what|when|where|which|who|whom|whose|can|could|would|should|is|are|"
+    r"^\W*(?:" + _WH + r"|can|could|would|should|is|are|"
     r"was|were|will|shall|may|might|did|does|have|has|do\s+(?:you|we|i|they))\b",
     re.IGNORECASE,
 )
