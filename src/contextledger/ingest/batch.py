@@ -200,6 +200,7 @@ def record_exchanges(
     blob_keys = [rec.runtime.put_blob_if_large(raw) for raw in raws]
     branch = branch_id or conv.active_branch_id
     out: list[Recorded] = []
+    texts: dict[str, str | None] = {}
     with store.writer(rec.scope) as w:
         segments = store.lineage(rec.scope, branch, conn=w.conn)
         head = store.messages(rec.scope, conv.id, segments, last=1, conn=w.conn)
@@ -207,14 +208,16 @@ def record_exchanges(
         first = w.allocate_seq(conv.id, 2 * len(exchanges))
         for i, (x, raw, bkey) in enumerate(zip(exchanges, raws, blob_keys, strict=True)):
             turn, call = _turn(rec, conv, branch, participant_id, x, first + 2 * i, parent)
-            result, art, mem, call = _result(rec, conv, call, raw, bkey, x.is_error)
+            result, art, mem, call, text = _result(rec, conv, call, raw, bkey, x.is_error)
+            texts[art.id] = text
             parent = result.id
             out.append(Recorded(turn, call, result, art, mem))
-        out = _link_and_write(rec, w, conv.id, segments, out)
+        out = _link_and_write(rec, w, conv.id, segments, out, texts)
     return out
 
 
-def _link_and_write(rec: Recorder, w: Writer, conversation_id: str, segments: list[LineageSegment], out: list[Recorded]) -> list[Recorded]:
+def _link_and_write(rec: Recorder, w: Writer, conversation_id: str, segments: list[LineageSegment], out: list[Recorded], texts: dict[str, str | None]) -> list[Recorded]:
+    from contextledger.retrieval.documents import searchable_artifact
     from contextledger.retrieval.index import index_records
 
     links = _Links(rec, w, conversation_id, segments, [r.memory for r in out])
@@ -230,7 +233,7 @@ def _link_and_write(rec: Recorder, w: Writer, conversation_id: str, segments: li
     for old in links.changed_stored(before):
         w.update_memory(old)
     records: list[Message | ToolMemory] = [m for r in out for m in (r.turn, r.result, r.memory)]
-    index_records(w, records, artifacts={r.artifact.id: r.artifact for r in out})
+    index_records(w, records, artifacts={r.artifact.id: searchable_artifact(r.artifact, texts[r.artifact.id]) for r in out})
     return out
 
 
@@ -265,9 +268,10 @@ def _turn(rec: Recorder, conv: Conversation, branch: str, participant_id: str | 
     return msg, call
 
 
-def _result(rec: Recorder, conv: Conversation, call: ToolCall, raw: bytes, blob_key: str | None, is_error: bool) -> tuple[Message, ToolArtifact, ToolMemory, ToolCall]:
-    """The result message, artifact and memory of ``call`` and the resolved call (as
-    :meth:`Recorder.write_result` builds them, unlinked)."""
+def _result(rec: Recorder, conv: Conversation, call: ToolCall, raw: bytes, blob_key: str | None, is_error: bool) -> tuple[Message, ToolArtifact, ToolMemory, ToolCall, str | None]:
+    """The result message, artifact and memory of ``call``, the resolved call (as
+    :meth:`Recorder.write_result` builds them, unlinked) and the result's screened text
+    (what the retrieval index reads, :func:`~contextledger.retrieval.documents.searchable_artifact`)."""
     from contextledger.memory.derive import derive_memory
     from contextledger.security.screen import screen_tool_result
     from contextledger.tokens import get_tokenizer
@@ -306,5 +310,5 @@ def _result(rec: Recorder, conv: Conversation, call: ToolCall, raw: bytes, blob_
         mem = mem.model_copy(update={"promotion_policy": PromotionPolicy.NOT_PROMOTED, "visibility_scope": vis, "runtime_kind": RuntimeKind.SUBAGENT_CHILD})
     elif mem.visibility_scope is not vis:
         mem = mem.model_copy(update={"visibility_scope": vis})
-    return msg, stored, mem, resolved
+    return msg, stored, mem, resolved, screened.text
 

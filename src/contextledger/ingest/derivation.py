@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from contextledger.records.enums import PromotionPolicy, RuntimeKind, Visibility
 from contextledger.records.models import Message, ToolArtifact, ToolMemory
+from contextledger.retrieval.documents import searchable_artifact
 from contextledger.retrieval.index import index_records
 
 if TYPE_CHECKING:
@@ -71,5 +72,5 @@ def derive_result_memory(
         mem = mem.model_copy(update={"visibility_scope": vis})
     w.add_memory(mem)
     link_on_write(runtime.store, w, scope, mem)
-    index_records(w, [mem], artifacts={stored.id: stored})
+    index_records(w, [mem], artifacts={stored.id: searchable_artifact(stored, screened.text)})
     return mem

@@ -28,11 +28,10 @@ from contextledger.errors import ScopeError
 from contextledger.records.models import Message, ToolArtifact, ToolMemory
 from contextledger.retrieval.documents import (
     is_query_side,
-    keyword_text,
+    keyword_tokens,
     scope_token,
     semantic_text,
 )
-from contextledger.retrieval.text import tokens
 from contextledger.store import schema as S
 
 if TYPE_CHECKING:
@@ -80,8 +79,7 @@ def batched_vectors(w: Writer, encoder: Encoder | None = _DEFAULT) -> Iterator[N
 
 def doc_row(record: Message | ToolMemory, artifact: ToolArtifact | None = None) -> dict[str, Any] | None:
     """The ``retrieval_docs`` row of ``record`` (``None``: nothing to index)."""
-    text = keyword_text(record, artifact)
-    toks = tokens(text) if text else []
+    toks = keyword_tokens(record, artifact)
     if not toks:
         return None
     return {
