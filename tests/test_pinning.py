@@ -250,3 +250,38 @@ def test_recorded_user_turns_pin_only_constraints_with_their_scope(ledger: Ledge
         "content": "You are a coding agent.\n\nConstraints stated by the user (verbatim, still in force):\n"
         "- In CONVENTIONS.md, reorder the lists. DO NOT CHANGE the contents.\n- Do not add new dependencies.",
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Please fix the login bug. Do not modify these files:\n- src/auth.py\n- src/session.py\n\nThanks!",
+            ["Do not modify these files:\n- src/auth.py\n- src/session.py"],
+        ),
+        (
+            "ログインのバグを直して。次のファイルは変更しないでください：\n- src/auth.py\n- src/session.py\nよろしく。",
+            ["次のファイルは変更しないでください：\n- src/auth.py\n- src/session.py"],
+        ),
+        (
+            "Never run these commands:\n\n1. git push --force\n2. rm -rf build\n   (or anything like it)\nThen report.",
+            ["Never run these commands:\n\n1. git push --force\n2. rm -rf build\n   (or anything like it)"],
+        ),
+        ("Do not change these files:\nsrc/auth.py is fine though.", ["Do not change these files:"]),
+        ("Do not change these files:", ["Do not change these files:"]),
+    ],
+)
+def test_a_constraint_ending_with_a_colon_keeps_the_list_it_introduces(text: str, expected: list[str]) -> None:
+    rules = extract_user_constraints(text, message_id="m1")
+    assert [r.text for r in rules] == expected
+    assert all(r.pinned and r.strength == "hard" for r in rules)
+
+
+def test_an_introduced_list_is_bounded_to_whole_items() -> None:
+    items = "\n".join(f"- src/module_{i:02d}/handlers_and_views.py" for i in range(30))
+    (rule,) = extract_user_constraints(f"Never edit these files:\n{items}", message_id="m1")
+    kept = rule.text.split("\n")[1:]
+    assert kept == [f"- src/module_{i:02d}/handlers_and_views.py" for i in range(12)]
+    # a list item that is itself a constraint is not pinned twice
+    rules = extract_user_constraints("Never change these files:\n- Do not edit vendor/ either\n- src/a.py", message_id="m1")
+    assert [r.text for r in rules] == ["Never change these files:\n- Do not edit vendor/ either\n- src/a.py"]

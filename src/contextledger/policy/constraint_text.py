@@ -32,6 +32,10 @@ and refers back ("the contents", "it", "内容", "其他") takes its scope from 
 earlier sentence of the same paragraph (at most two back) that names a path or tool
 ("In CONVENTIONS.md, reorder the lists.").
 The passage from that sentence to the constraint is kept verbatim as one constraint.
+
+A constraint ending with a colon introduces what it forbids or requires ("Do not modify
+these files:", "次のファイルは変更しないでください："): the bulleted or numbered list
+that follows is kept with it, verbatim (:func:`_introduced_list_end`).
 """
 
 from __future__ import annotations
@@ -560,14 +564,61 @@ def constraint_passages(text: str) -> list[Passage]:
     text = strip_injected(scan_window(text))
     sentences = prose_sentences(text)
     out: list[Passage] = []
+    covered = 0  # the end of the last list taken into a passage
     for i, s in enumerate(sentences):
+        if s.start < covered:
+            continue
         sentence = text[s.start : s.end]
         if not is_constraint_sentence(sentence):
             continue
+        end = _introduced_list_end(text, s.end) if sentence.endswith((":", "：")) else s.end
+        covered = end
         j = _scope_source(text, sentences, i)
         if j is None:
-            out.append(Passage(text=sentence, sentence=sentence))
+            out.append(Passage(text=text[s.start : end], sentence=sentence))
             continue
         paths, tools = sentence_scope(text[sentences[j].start : sentences[j].end])
-        out.append(Passage(text=text[sentences[j].start : s.end], sentence=sentence, scope_paths=paths, scope_tools=tools))
+        out.append(Passage(text=text[sentences[j].start : end], sentence=sentence, scope_paths=paths, scope_tools=tools))
     return out
+
+
+LIST_MAX_ITEMS = 12
+"""List items a constraint ending with a colon takes with it."""
+
+LIST_MAX_CHARS = 800
+"""Characters of list a constraint ending with a colon takes with it (whole items only)."""
+
+
+def _introduced_list_end(text: str, colon_end: int) -> int:
+    """The end of the list a constraint sentence ending with ``:``/``：`` at
+    ``colon_end`` introduces ("Do not modify these files:" then ``- src/auth.py`` …):
+    the bulleted or numbered items that follow it (one blank line allowed before the
+    first), with their indented continuation lines, up to :data:`LIST_MAX_ITEMS` whole
+    items and :data:`LIST_MAX_CHARS`; ``colon_end`` itself when no list follows, so the
+    rule keeps what it forbids or requires."""
+    nl = text.find("\n", colon_end)
+    if nl < 0 or text[colon_end:nl].strip():
+        return colon_end
+    end, items, pos, blank_ok = colon_end, 0, nl + 1, True
+    while pos < len(text):
+        nxt = text.find("\n", pos)
+        line = text[pos : nxt if nxt >= 0 else len(text)]
+        if not line.strip():
+            if not (blank_ok and items == 0):
+                break
+            blank_ok = False
+        elif _BULLET.match(line):
+            if items == LIST_MAX_ITEMS:
+                break
+            items += 1
+        elif not (items and line.startswith(("  ", "\t"))):
+            break
+        line_end = pos + len(line.rstrip())
+        if line.strip() and line_end - colon_end > LIST_MAX_CHARS:
+            break
+        if line.strip():
+            end = line_end
+        if nxt < 0:
+            break
+        pos = nxt + 1
+    return end if items else colon_end
