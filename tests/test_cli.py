@@ -309,3 +309,21 @@ def test_read_only_commands_never_create_a_ledger(tmp_path: Path) -> None:
     assert res.exit_code == 0 and db.is_file()
     res = runner.invoke(app, ["--db", str(db), "conversations", "--json"])
     assert res.exit_code == 0 and len(json.loads(res.stdout)) == 1
+
+
+def test_home_and_db_of_the_wrong_kind_are_named(tmp_path: Path) -> None:
+    """--home naming a file, --db naming a directory or a file that is not SQLite: one line
+    saying so (exit 2), for a read-only command and for import alike; nothing is written."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("hello\n")
+    for args in (["conversations"], ["import", str(TAU)]):
+        res = runner.invoke(app, ["--home", str(afile), *args])
+        assert res.exit_code == EXIT_INPUT, (args, res.output)
+        assert res.stderr.strip() == f"error: --home {afile} names a file, not a directory (give the folder that holds ledger.db)"
+        res = runner.invoke(app, ["--db", str(tmp_path), *args])
+        assert res.exit_code == EXIT_INPUT, (args, res.output)
+        assert res.stderr.strip() == f"error: --db {tmp_path} is a directory, not an SQLite database file"
+        res = runner.invoke(app, ["--db", str(afile), *args])
+        assert res.exit_code == EXIT_INPUT, (args, res.output)
+        assert res.stderr.strip() == f"error: --db {afile} is not an SQLite database (the file does not start with the SQLite header)"
+    assert afile.read_text() == "hello\n"

@@ -168,3 +168,28 @@ def test_usage_errors_are_one_line_or_one_json_object_with_status_2(tmp_path: Pa
             assert json.loads(proc.stderr) == {"error": "UsageError", "message": message, "exit_code": 2}
         else:
             assert proc.stderr == f"error: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("manifest", "message"),
+    [
+        ('{"path": "a.jsonl"}', "expected a list of entries, found a JSON dict"),
+        ('["a.jsonl"]', "entry 0: expected an object, found a JSON str"),
+        ('[{"path": "a.jsonl", "bytes": 3}]', "entry 0: missing field 'format'"),
+        ('[{"path": "a.jsonl", "format": "claude-code", "bytes": 3}, {"path": 7, "format": "x", "bytes": 1}]', "entry 1: field 'path' must be a string, found 7"),
+        ('[{"path": "a.jsonl", "format": "claude-code", "bytes": "3"}]', "entry 0: field 'bytes' must be a non-negative integer, found '3'"),
+        ("[{", None),
+    ],
+)
+def test_a_wrong_shaped_bench_manifest_is_one_line(tmp_path: Path, manifest: str, message: str | None) -> None:
+    """Every bench command reading a manifest names the manifest, the entry and the field (exit 2)."""
+    (tmp_path / "manifest.json").write_text(manifest)
+    for args in (["bench", "secrets", "--data", str(tmp_path)], ["bench", "real", "--data", str(tmp_path), "--out", str(tmp_path / "out")]):
+        res = runner.invoke(app, ["--home", str(tmp_path / "home"), *args])
+        assert res.exit_code == EXIT_INPUT, (args, res.output)
+        line = res.stderr.strip()
+        assert "\n" not in line and "Traceback" not in res.output
+        if message is None:
+            assert line.startswith(f"error: {tmp_path / 'manifest.json'}: not valid JSON ("), line
+        else:
+            assert line == f"error: {tmp_path / 'manifest.json'}: {message}", line

@@ -108,3 +108,33 @@ def test_a_json_transcript_that_is_not_utf8_still_fails(tmp_path: Path) -> None:
 def test_real_aider_commands_never_claim_success(tmp_path: Path, path: Path) -> None:
     rows = [r for r in _statuses(tmp_path, path) if r[0] == "aider_run"]
     assert all(status == "unknown" and "succeeded" not in summary for _, status, summary in rows), rows[:3]
+
+
+def _jsonl_with(tmp_path: Path, bad: dict[int, bytes], n: int = 30) -> Path:
+    """A JSONL transcript of ``n`` user messages; line ``i`` (0-based) in ``bad`` is replaced."""
+    lines = [f'{{"role": "user", "content": "message number {i} about the build"}}'.encode() for i in range(n)]
+    for i, raw in bad.items():
+        lines[i] = raw
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_a_jsonl_transcript_with_one_latin1_byte_imports_with_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One invalid byte in a UTF-8 text file is decoded as U+FFFD, with one warning line
+    on stderr naming the file, the line and the byte offset."""
+    path = _jsonl_with(tmp_path, {7: b'{"role": "user", "content": "the caf\xe9 notes"}'})
+    offset = path.read_bytes().index(b"\xe9")
+    t = parse_file(path)
+    assert [m.parts for m in t.messages[7:8]] == [[TextPart(text="the caf\ufffd notes")]]
+    assert len(t.messages) == 30
+    assert capsys.readouterr().err == f"warning: {path}: 1 invalid UTF-8 sequence(s) (line 8 byte {offset}) decoded as U+FFFD\n"
+
+
+def test_a_mostly_undecodable_file_is_still_binary(tmp_path: Path) -> None:
+    """Invalid sequences on more than 1% of the lines: refused as binary, first bad byte named."""
+    path = _jsonl_with(tmp_path, {1: b'{"role": "user", "content": "\xe9"}', 5: b'{"role": "user", "content": "\xff"}'})
+    offset = path.read_bytes().index(b"\xe9")
+    with pytest.raises(ImportFormatError) as info:
+        parse_file(path)
+    assert (info.value.location, info.value.reason) == (f"byte {offset}", "binary file: not valid UTF-8 (invalid continuation byte)")

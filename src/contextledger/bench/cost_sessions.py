@@ -224,9 +224,11 @@ def real_sessions(root: Path, *, match: str | None = None, limit: int | None = N
 
     Raises:
         FileNotFoundError: no manifest.
-        InputError: a transcript line that is not JSON.
+        InputError: a transcript line that is not JSON; a manifest of the wrong shape.
     """
-    entries = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    from contextledger.bench.manifest import read_manifest
+
+    entries = read_manifest(root)
     out: list[tuple[str, list[ModelCall]]] = []
     for entry in entries:
         rel = str(entry.get("path", ""))

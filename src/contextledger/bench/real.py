@@ -91,7 +91,9 @@ def real_files(root: Path, *, limit: int | None = None, max_bytes: int | None = 
     Raises:
         FileNotFoundError: no manifest.
     """
-    entries = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    from contextledger.bench.manifest import read_manifest
+
+    entries = read_manifest(root)
     out = [RealFile(root / e["path"], e["path"], e["format"], int(e["bytes"])) for e in entries if e["format"] in _SUPPORTED]
     if max_bytes is not None:
         out = [f for f in out if f.bytes <= max_bytes]

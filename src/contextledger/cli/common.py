@@ -204,6 +204,7 @@ class State:
         if self._ledger is None:
             from contextledger.ledger import Ledger
 
+            _check_path_kinds(self.db, self.home)
             if not create:
                 _require_existing(self.db, self.home)
             self._ledger = Ledger.open(self.db, home=self.home)
@@ -216,6 +217,32 @@ class LedgerNotFoundError(NotFoundError):
     def __init__(self, where: str) -> None:
         self.kind, self.record_id = "ledger", where
         InputError.__init__(self, f"no ledger at {where} (check --db / --home / CONTEXTLEDGER_DB; `contextledger import` creates one)")
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_path_kinds(db: str | None, home: str | None) -> None:
+    """Raise :class:`InputError` when ``--home`` names something that is not a directory,
+    or ``--db`` (a plain path or an ``sqlite:///`` URL) names a directory or a non-empty
+    file that does not start with the SQLite header."""
+    if home is not None and Path(home).exists() and not Path(home).is_dir():
+        raise InputError(f"--home {home} names a file, not a directory (give the folder that holds ledger.db)")
+    if db is None:
+        return
+    target = Path(db.removeprefix("sqlite:///")) if db.startswith("sqlite:///") or "://" not in db else None
+    if target is None or str(target) == ":memory:":
+        return
+    if target.is_dir():
+        raise InputError(f"--db {db} is a directory, not an SQLite database file")
+    if target.is_file() and target.stat().st_size > 0:
+        try:
+            with target.open("rb") as fh:
+                head = fh.read(len(_SQLITE_MAGIC))
+        except OSError:
+            return  # Ledger.open reports the OS error with its cause
+        if head != _SQLITE_MAGIC:
+            raise InputError(f"--db {db} is not an SQLite database (the file does not start with the SQLite header)")
 
 
 def _require_existing(db: str | None, home: str | None) -> None:

@@ -211,7 +211,9 @@ def looks_like_aider(text: str) -> bool:
 
 def _latin1_source(path: Path, data: bytes, exc: UnicodeDecodeError) -> Source:
     """The :class:`Source` of a file that is not UTF-8: decoded as Latin-1 when it is a
-    text transcript (:func:`looks_like_aider`), with a note naming the first bad byte.
+    text transcript (:func:`looks_like_aider`), with a note naming the first bad byte;
+    else with U+FFFD replacement when its invalid sequences are few
+    (:mod:`~contextledger.ingest.importers.lenient_utf8`, a warning on stderr).
 
     Raises:
         ImportFormatError: any other file (location ``"byte N"``, reason ``"binary file:
@@ -219,6 +221,11 @@ def _latin1_source(path: Path, data: bytes, exc: UnicodeDecodeError) -> Source:
     """
     text = data.decode(LATIN1_FALLBACK)
     if not looks_like_aider(text):
+        from contextledger.ingest.importers.lenient_utf8 import decode_mostly_utf8
+
+        lenient = decode_mostly_utf8(path, data)
+        if lenient is not None:
+            return Source(path=path, data=data, text=lenient[0], notes=(lenient[1].removeprefix("warning: "),))
         fail(path, f"byte {exc.start}", f"binary file: not valid UTF-8 ({exc.reason})")
     note = f"byte {exc.start}: not valid UTF-8 ({exc.reason}); the file was decoded as Latin-1 (ISO-8859-1)"
     return Source(path=path, data=data, text=text, notes=(note,))

@@ -1,0 +1,59 @@
+"""Text files that are UTF-8 but for a few invalid bytes.
+
+A transcript written as UTF-8 may carry a stray byte of another encoding (one Latin-1
+``é`` pasted into one line).  Such a file is text, not binary: it is decoded with
+replacement (each invalid sequence becomes U+FFFD) when the invalid sequences are few —
+at most :data:`MAX_INVALID_SHARE` of the file's bytes and of its lines.  A file with more
+is refused as binary, as is any file with a NUL byte (checked before this module)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+MAX_INVALID_SHARE = 0.01
+"""Largest share (of the file's bytes, and of its lines) that invalid UTF-8 sequences may
+take for a file still to be read as text with replacement characters."""
+
+_SHOWN = 5
+"""How many bad places a warning names before "…"."""
+
+
+def invalid_offsets(data: bytes) -> list[int]:
+    """Byte offsets (0-based) of each invalid UTF-8 sequence in ``data``, in order."""
+    offsets: list[int] = []
+    start = 0
+    while True:
+        try:
+            data[start:].decode("utf-8")
+            return offsets
+        except UnicodeDecodeError as exc:
+            offsets.append(start + exc.start)
+            start += exc.end
+
+
+def decode_mostly_utf8(path: Path, data: bytes) -> tuple[str, str] | None:
+    """``(text, warning)`` for ``data`` with few invalid UTF-8 sequences, else ``None``.
+
+    ``text`` has U+FFFD for each invalid sequence; ``warning`` is one line naming the
+    file, the 1-based line numbers and the byte offsets (it is also printed on stderr).
+    ``None`` means the invalid sequences exceed :data:`MAX_INVALID_SHARE` of the bytes
+    or of the lines: the caller refuses the file as binary.
+    """
+    offsets = invalid_offsets(data)
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    bad_lines = sorted({_line_of(data, off) for off in offsets})
+    if len(offsets) > MAX_INVALID_SHARE * len(data) or len(bad_lines) > max(1.0, MAX_INVALID_SHARE * lines):
+        return None
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+    more = " …" if len(offsets) > _SHOWN else ""
+    where = ", ".join(f"line {_line_of(data, off)} byte {off}" for off in offsets[:_SHOWN])
+    warning = (f"warning: {path}: {len(offsets)} invalid UTF-8 sequence(s) ({where}{more}) "
+               "decoded as U+FFFD")
+    print(warning, file=sys.stderr)
+    return text, warning
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    """The 1-based line number of byte ``offset`` in ``data``."""
+    return data.count(b"\n", 0, offset) + 1
