@@ -188,6 +188,20 @@ def _keep_signed_turns(messages: list[dict[str, Any]], client: list[Any]) -> Non
                 messages[i] = hit
 
 
+def _context_messages(messages: list[Any]) -> list[Any]:
+    """``messages`` as the Messages API counts them in the context window: every
+    assistant message but the continued turn (:func:`_continued_turn`) without its
+    ``thinking`` / ``redacted_thinking`` blocks."""
+    continued = _continued_turn(messages)
+    out: list[Any] = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) and m.get("role") == "assistant" and m is not continued else None
+        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in _THINKING for b in content):
+            m = {**m, "content": [b for b in content if not (isinstance(b, dict) and b.get("type") in _THINKING)]}
+        out.append(m)
+    return out
+
+
 def _tool_use_ids(message: dict[str, Any]) -> list[str]:
     content = message.get("content")
     return [str(b.get("id")) for b in content if isinstance(b, dict) and b.get("type") == "tool_use"] if isinstance(content, list) else []
@@ -213,8 +227,16 @@ class AnthropicDialect(BodyDialect):
         return f"anthropic-session:{sid}" if sid else None
 
     def upstream_tokens(self, body: dict[str, Any]) -> int | None:
-        """o200k tokens of the compact JSON of ``system``, ``messages`` and ``tools``."""
+        """o200k tokens of the compact JSON of ``system``, ``messages`` and ``tools`` as
+        they fill the context window: the Messages API strips the thinking blocks of
+        earlier assistant turns from it (context window = input − previous thinking +
+        current turn), so only the continued turn's thinking counts
+        (:func:`_context_messages`).  Counting the older turns' signed thinking, which
+        :func:`_keep_signed_turns` sends back, would take budget from the history on
+        every turn of a thinking session."""
         fields = {k: body[k] for k in ("system", "messages", "tools") if k in body}
+        if isinstance(fields.get("messages"), list):
+            fields["messages"] = _context_messages(fields["messages"])
         return count_tokens(json.dumps(fields, ensure_ascii=False, separators=(",", ":")))
 
     def parse(self, body: dict[str, Any]) -> ParsedRequest:
