@@ -45,7 +45,8 @@ from contextledger.assembly.working_set import drop_working_set
 from contextledger.memory.terms import memory_terms, query_terms
 from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage
 from contextledger.providers.openai_chat import missing_tool_schema
-from contextledger.records.enums import OmissionReason
+from contextledger.records.enums import OmissionReason, Shape
+from contextledger.records.parts import ToolCallPart, ToolResultPart
 
 if TYPE_CHECKING:
     from contextledger.assembly.evaluate import Evaluator
@@ -415,7 +416,7 @@ class Budgeter:
             if len(failures) > 1:
                 # the oldest protected failure as evidence lines (the newest stays raw)
                 self._failure_to_lines(chosen, min(failures, key=_ORDER), "older protected failure: kept as an evidence line to fit the budget")
-            elif shrink_mandatory(self.drop, chosen, ev, over, cut=False):
+            elif shrink_mandatory(self.drop, chosen, ev, over, cut=False) or self._recovery_calls_to_lines(chosen):
                 pass
             elif failures and any(p.unit is not None and p.unit.memories for p in failures):
                 # the newest failure as an evidence line: its memory keeps the error
@@ -430,6 +431,27 @@ class Budgeter:
         if attempts and total <= self.budget:
             self._refill(chosen, sysb, total)  # the last resort may have freed more than it needed
         return sysb
+
+    def _recovery_calls_to_lines(self, chosen: list[Piece]) -> bool:
+        """A protected exchange that waits on an unresolved call keeps its text and the
+        recovery text of that call; its resolved calls and their results leave the tool
+        framing and become their evidence lines, each naming its call id (a format's
+        tool framing — Anthropic's tool-use prompt alone is 346 tokens — is never what
+        puts mandatory content over the budget).  One exchange per call, oldest first;
+        returns whether one was there to give."""
+        p = min((x for x in chosen if x.mandatory and x.unit is not None and x.unit.unresolved_calls and _sends_calls(x) and x.unit.memories), key=_ORDER, default=None)
+        if p is None or p.unit is None:
+            return False
+        self.declarations_freed(p)  # its calls leave the request (bookkeeping of undeclared tools)
+        sent = {m.ref for m in p.messages if m.role == "tool" or any(isinstance(x, ToolResultPart) for x in m.parts)}
+        kept = [WireMessage(role=m.role, parts=tuple(x for x in m.parts if not isinstance(x, ToolCallPart)), name=m.name, ref=m.ref) for m in p.messages if m.ref not in sent or m.role == "assistant"]
+        p.messages = [m for m in kept if m.parts]
+        p.cost, p.raw_artifacts, p.shape = self.shaper.cost(p.messages), (), Shape.EXTRACT
+        before = {id(n) for n in self.notes}
+        self.to_notes(p)
+        name_calls(p, [n for n in self.notes if id(n) not in before], self.tok.count)
+        self.ev.shape_record(p.unit.key, "message", Shape.EXTRACT, OmissionReason.BUDGET, "resolved calls kept as evidence lines beside the pending call's recovery text: the tool framing does not fit the budget")
+        return True
 
     def _newest_to_lines(self, chosen: list[Piece]) -> bool:
         """The newest exchange as its evidence lines, when even cut it does not fit (its
@@ -446,3 +468,7 @@ class Budgeter:
         self.to_notes(p)
         assert p.unit is not None
         self.ev.omit_unit(p.unit, OmissionReason.BUDGET, why)
+
+
+def _sends_calls(p: Piece) -> bool:
+    return any(isinstance(x, ToolCallPart) for m in p.messages for x in m.parts)
