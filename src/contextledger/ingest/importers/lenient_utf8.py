@@ -8,7 +8,9 @@ is refused as binary, as is any file with a NUL byte (checked before this module
 
 from __future__ import annotations
 
+import codecs
 import sys
+import threading
 from pathlib import Path
 
 MAX_INVALID_SHARE = 0.01
@@ -19,17 +21,46 @@ _SHOWN = 5
 """How many bad places a warning names before "…"."""
 
 
-def invalid_offsets(data: bytes) -> list[int]:
-    """Byte offsets (0-based) of each invalid UTF-8 sequence in ``data``, in order."""
+def invalid_offsets(data: bytes, limit: int | None = None) -> list[int]:
+    """Byte offsets (0-based) of each invalid UTF-8 sequence in ``data``, in order, in one
+    pass (an incremental decoder over 64 KiB chunks with a recording error handler:
+    linear in the file's size however many bytes are bad); at most ``limit`` + 1 offsets
+    when a ``limit`` is given (the caller only needs to know it was exceeded)."""
     offsets: list[int] = []
-    start = 0
-    while True:
-        try:
-            data[start:].decode("utf-8")
-            return offsets
-        except UnicodeDecodeError as exc:
-            offsets.append(start + exc.start)
-            start += exc.end
+    decoder = codecs.getincrementaldecoder("utf-8")(errors=_RECORD)
+    base = 0
+    for start in range(0, len(data), _CHUNK):
+        chunk = data[start : start + _CHUNK]
+        final = start + _CHUNK >= len(data)
+        _SEEN.offsets, _SEEN.base = offsets, base - len(decoder.getstate()[0])
+        decoder.decode(chunk, final)
+        base += len(chunk)
+        if limit is not None and len(offsets) > limit:
+            break
+    return offsets
+
+
+_CHUNK = 64 * 1024
+_RECORD = "contextledger-record-offsets"
+
+
+class _Seen(threading.local):
+    """Where the error handler records (per thread: imports may run side by side)."""
+
+    offsets: list[int]
+    base: int = 0
+
+
+_SEEN = _Seen()
+
+
+def _record(exc: UnicodeError) -> tuple[str, int]:
+    assert isinstance(exc, UnicodeDecodeError)
+    _SEEN.offsets.append(_SEEN.base + exc.start)
+    return "\ufffd", exc.end
+
+
+codecs.register_error(_RECORD, _record)
 
 
 def decode_mostly_utf8(path: Path, data: bytes) -> tuple[str, str] | None:
@@ -40,7 +71,7 @@ def decode_mostly_utf8(path: Path, data: bytes) -> tuple[str, str] | None:
     ``None`` means the invalid sequences exceed :data:`MAX_INVALID_SHARE` of the bytes
     or of the lines: the caller refuses the file as binary.
     """
-    offsets = invalid_offsets(data)
+    offsets = invalid_offsets(data, limit=int(MAX_INVALID_SHARE * len(data)))
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     bad_lines = sorted({_line_of(data, off) for off in offsets})
     if len(offsets) > MAX_INVALID_SHARE * len(data) or len(bad_lines) > max(1.0, MAX_INVALID_SHARE * lines):

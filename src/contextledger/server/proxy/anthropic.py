@@ -158,7 +158,12 @@ def _strip(message: dict[str, Any]) -> dict[str, Any]:
     content = message.get("content")
     if not isinstance(content, list):
         return message
-    return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in content if not (isinstance(b, dict) and b.get("type") in _THINKING)]}
+    return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in _without_thinking(content)]}
+
+
+def _without_thinking(content: list[Any]) -> list[Any]:
+    """``content`` without its ``thinking`` / ``redacted_thinking`` blocks."""
+    return [b for b in content if not (isinstance(b, dict) and b.get("type") in _THINKING)]
 
 
 def _signed(message: dict[str, Any]) -> bool:
@@ -196,9 +201,7 @@ def _context_messages(messages: list[Any]) -> list[Any]:
     out: list[Any] = []
     for m in messages:
         content = m.get("content") if isinstance(m, dict) and m.get("role") == "assistant" and m is not continued else None
-        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in _THINKING for b in content):
-            m = {**m, "content": [b for b in content if not (isinstance(b, dict) and b.get("type") in _THINKING)]}
-        out.append(m)
+        out.append({**m, "content": _without_thinking(content)} if isinstance(content, list) else m)
     return out
 
 
