@@ -24,8 +24,9 @@ _SHOWN = 5
 def invalid_offsets(data: bytes, limit: int | None = None) -> list[int]:
     """Byte offsets (0-based) of each invalid UTF-8 sequence in ``data``, in order, in one
     pass (an incremental decoder over 64 KiB chunks with a recording error handler:
-    linear in the file's size however many bytes are bad); at most ``limit`` + 1 offsets
-    when a ``limit`` is given (the caller only needs to know it was exceeded)."""
+    linear in the file's size however many bytes are bad); with a ``limit``, the scan
+    stops at the end of the chunk in which it was passed (the caller only needs to know it
+    was exceeded)."""
     offsets: list[int] = []
     decoder = codecs.getincrementaldecoder("utf-8")(errors=_RECORD)
     base = 0
@@ -41,6 +42,7 @@ def invalid_offsets(data: bytes, limit: int | None = None) -> list[int]:
 
 
 _CHUNK = 64 * 1024
+"""Bytes decoded per step of the scan."""
 _RECORD = "contextledger-record-offsets"
 
 
@@ -73,18 +75,26 @@ def decode_mostly_utf8(path: Path, data: bytes) -> tuple[str, str] | None:
     """
     offsets = invalid_offsets(data, limit=int(MAX_INVALID_SHARE * len(data)))
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    bad_lines = sorted({_line_of(data, off) for off in offsets})
+    line_of = _line_numbers(data, offsets)
+    bad_lines = set(line_of)
     if len(offsets) > MAX_INVALID_SHARE * len(data) or len(bad_lines) > max(1.0, MAX_INVALID_SHARE * lines):
         return None
     text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     more = " …" if len(offsets) > _SHOWN else ""
-    where = ", ".join(f"line {_line_of(data, off)} byte {off}" for off in offsets[:_SHOWN])
+    where = ", ".join(f"line {line} byte {off}" for line, off in zip(line_of[:_SHOWN], offsets[:_SHOWN], strict=True))
     warning = (f"warning: {path}: {len(offsets)} invalid UTF-8 sequence(s) ({where}{more}) "
                "decoded as U+FFFD")
     print(warning, file=sys.stderr)
     return text, warning
 
 
-def _line_of(data: bytes, offset: int) -> int:
-    """The 1-based line number of byte ``offset`` in ``data``."""
-    return data.count(b"\n", 0, offset) + 1
+def _line_numbers(data: bytes, offsets: list[int]) -> list[int]:
+    """The 1-based line number of each of the ascending byte ``offsets`` in ``data``,
+    counted in one pass (each stretch of ``data`` between two offsets once)."""
+    out: list[int] = []
+    line, pos = 1, 0
+    for off in offsets:
+        line += data.count(b"\n", pos, off)
+        pos = off
+        out.append(line)
+    return out
