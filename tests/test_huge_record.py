@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-import contextledger.policy.constraint_text as constraint_text
+import contextledger.policy.prose as prose_text
 import contextledger.retrieval.text as retrieval_text
 from contextledger.assembly.last_resort import cut_text
 from contextledger.ledger import Ledger
@@ -156,7 +156,7 @@ def _chat(path: Path, user: str) -> Path:
 def test_huge_message_imports_and_assembles_within_budget_with_bounded_scans(sqlite_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     user = f"{TASK}\n\n{_log(4_000_000)}\nDo not touch the billing tables."
     scanned: dict[str, list[int]] = {"prose": [], "terms": []}
-    prose_lines, fold = constraint_text._prose_lines, retrieval_text._fold
+    prose_lines, fold = prose_text.prose_lines, retrieval_text._fold
 
     def prose_spy(text: str) -> list[tuple[int, str, int]]:
         scanned["prose"].append(len(text))
@@ -166,7 +166,7 @@ def test_huge_message_imports_and_assembles_within_budget_with_bounded_scans(sql
         scanned["terms"].append(len(text))
         return fold(text)
 
-    monkeypatch.setattr(constraint_text, "_prose_lines", prose_spy)
+    monkeypatch.setattr(prose_text, "prose_lines", prose_spy)
     monkeypatch.setattr(retrieval_text, "_fold", fold_spy)
     imp = sqlite_ledger.import_file(_chat(tmp_path / "huge.json", user))
     res = sqlite_ledger.assemble(imp.conversation_id, provider="openai-chat", budget_tokens=4000)

@@ -26,7 +26,8 @@ from contextledger.retrieval.text import query_tokens, tokens
         ("exit code 137; status: 503", ["code_137", "status_503", "exit", "code", "137", "statu", "503"]),
         ("本番環境のデータベースはポート5433で動いています", ["本番", "番環", "環境", "デー", "ータ", "タベ", "ベー", "ース", "ポー", "ート", "5433", "動"]),
         ("ＡＢＣ café XMLHttpRequest", ["abc", "cafe", "xmlhttprequest", "xml", "http", "request"]),
-        ("x" * 5000 + " ok_then " + "ab1" * 40, ["ok_then", "ok", "ab", "1"]),
+        ("x" * 5000 + " ok_then " + "xy1" * 40, ["ok_then", "ok", "xy", "1"]),
+        ("commit 8e927421a04b, digest " + "ab1" * 40, ["commit", "8e927421a04b", "digest"]),
     ],
 )
 def test_tokens_are_code_aware(text: str, expected: list[str]) -> None:
@@ -94,3 +95,16 @@ def test_keyword_bm25_is_computed_from_the_window_alone() -> None:
 
     assert scores == [pytest.approx(part(idf_common, 3)), pytest.approx(part(idf_rare, 2) + part(idf_common, 2)), 0.0]
     assert bm25_scores([], ["x"]) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("q8Rk3Zt1", ["q8rk3zt1"]),  # a guessed secret prefix: whole only
+        ("Zq81xLk2 deploy", ["zq81xlk2", "deploy"]),
+        ("getUserById2", ["getuserbyid2", "user", "id", "2"]),  # an identifier keeps its parts
+        ("i18nKeys", ["i18nkeys", "18", "keys"]),
+    ],
+)
+def test_random_looking_query_parts_match_whole_only(query: str, expected: list[str]) -> None:
+    assert query_tokens(query) == expected

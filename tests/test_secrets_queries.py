@@ -65,10 +65,22 @@ def test_search_never_matches_a_secret_value(ledger: Ledger) -> None:
     for secret in SECRETS:
         assert secret.lower() not in indexed
     assert search(ledger, sc, conv_id, "DATABASE_URL env").hits  # the record itself is searchable
-    for probe in (AWS_SECRET, f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", f"postgres://admin:{DB_PASSWORD}@db.internal"):
-        res = search(ledger, sc, conv_id, probe, routes=("keyword", "rules", "memory", "artifact"))
+    routes = ("keyword", "rules", "memory", "artifact")
+    for probe in (*SECRETS, *(s[:8] for s in SECRETS)):
+        res = search(ledger, sc, conv_id, probe, routes=routes)
         assert res.hits == [], probe
-        assert AWS_SECRET not in res.query and DB_PASSWORD not in res.query
+        assert AWS_SECRET not in res.query
+    # a probe with a secret in context ("NAME=<guess>", a URL with a password) is searched
+    # by its other words alone: the hits are the same whatever value is guessed (no
+    # oracle for the value), they are the record whose redacted text has those words,
+    # and they quote no secret
+    for probe in ("AWS_SECRET_ACCESS_KEY={}", "postgres://admin:{}@db.internal"):
+        named = search(ledger, sc, conv_id, probe.format(AWS_SECRET if "AWS" in probe else DB_PASSWORD), routes=routes)
+        guessed = search(ledger, sc, conv_id, probe.format("w7Tq2Lm0Zx9VbN4sKf1Yh8Jp3Rc5Ga6DuEiTo2Q" if "AWS" in probe else "Pz47kWq0Rt8n"), routes=routes)
+        assert named.query == guessed.query and AWS_SECRET not in named.query and DB_PASSWORD not in named.query
+        assert [(h.record_id, h.fused_score) for h in named.hits] == [(h.record_id, h.fused_score) for h in guessed.hits]
+        assert named.hits and all(h.text.startswith("read_file succeeded: read .env") for h in named.hits), probe
+        assert not any(s in json.dumps([h.text + h.excerpt for h in named.hits]) for s in SECRETS)
 
 
 def test_cli_and_inspector_why_not_show_no_secret(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ from contextledger.bench.probes import Fact, normalize
 from contextledger.bench.strategies import Strategy
 from contextledger.ingest.preambles import strip_injected
 from contextledger.ledger import Ledger
-from contextledger.policy.constraint_text import prose_sentences
+from contextledger.policy.prose import prose_sentences
 from contextledger.providers.anthropic import ANTHROPIC_ID_MAX_LENGTH
 from contextledger.providers.openai_chat import OPENAI_CALL_ID_MAX_LENGTH, safe_identifier
 from contextledger.records.enums import MessageKind, ResolutionState, Role, ToolCallStatus

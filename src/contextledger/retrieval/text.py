@@ -17,6 +17,9 @@ characters:
 * error codes kept whole and split: ``E501`` → ``e501``, ``e``, ``501``; ``TS2345`` →
   ``ts2345``, ``ts``, ``2345``; ``ORA-00942`` → ``ora_00942``, ``ora``, ``00942``;
   ``HTTP 404`` / ``status 503`` / ``exit code 137`` → ``http_404`` … and the number;
+* hexadecimal digests (8+ hex characters mixing digits and letters: ``8e927421a04b``,
+  a commit or ``sha256:`` handle) kept whole only — their digit fragments would match
+  any number in any other record;
 * Japanese and Chinese runs: split by script (kanji, katakana, hiragana), then
   character bigrams within each piece (a single character alone); hiragana pieces are
   dropped (particles and inflections carry no topic).
@@ -97,6 +100,16 @@ RANDOM_PART_CHARS = 16
 """A query part this long or longer that reads as a random token
 (:func:`contextledger.security.screen.credential_shaped`) is matched whole only."""
 
+SHORT_RANDOM_PART_CHARS = 8
+"""A shorter query part (from this many characters) is matched whole only when it also
+has no letter run longer than three (``q8Rk3Zt1``, ``Zq81xLk2``; not ``getUserById2``,
+``i18nKeys``): a guessed prefix of a secret must not match through its one-digit and
+two-letter fragments."""
+
+_LONG_LETTERS = re.compile(r"[A-Za-z]{4}")
+
+_HEX_DIGEST = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}", re.IGNORECASE)
+
 
 @lru_cache(maxsize=65536)
 def _chunk_tokens(chunk: str, query: bool = False) -> tuple[str, ...]:
@@ -125,12 +138,20 @@ def _chunk_tokens(chunk: str, query: bool = False) -> tuple[str, ...]:
                 out.setdefault(m.group(1).lower(), None)
             out.setdefault(m.group(2), None)
             continue
-        if query and len(p) >= RANDOM_PART_CHARS and credential_shaped(p, min_runs=0.55):
+        if _HEX_DIGEST.fullmatch(p) or (query and _random_part(p)):
             if len(p) <= MAX_TOKEN_LENGTH:
                 out.setdefault(p.lower(), None)
             continue
         _word(p, out)
     return tuple(out)
+
+
+def _random_part(part: str) -> bool:
+    """Whether a query part reads as a random token (:data:`RANDOM_PART_CHARS`,
+    :data:`SHORT_RANDOM_PART_CHARS`)."""
+    if len(part) < SHORT_RANDOM_PART_CHARS or not credential_shaped(part, min_runs=0.55):
+        return False
+    return len(part) >= RANDOM_PART_CHARS or _LONG_LETTERS.search(part) is None
 
 
 def tokens(text: str, *, limit: int = MAX_DOC_TOKENS, query: bool = False) -> list[str]:
