@@ -108,7 +108,12 @@ two-letter fragments."""
 
 _LONG_LETTERS = re.compile(r"[A-Za-z]{4}")
 
-_HEX_DIGEST = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}", re.IGNORECASE)
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _hex_digest(part: str) -> bool:
+    """8+ hexadecimal characters mixing digits and letters (a digest or commit id)."""
+    return len(part) >= 8 and not part.isdigit() and not part.isalpha() and _HEX.issuperset(part)
 
 
 @lru_cache(maxsize=65536)
@@ -138,7 +143,7 @@ def _chunk_tokens(chunk: str, query: bool = False) -> tuple[str, ...]:
                 out.setdefault(m.group(1).lower(), None)
             out.setdefault(m.group(2), None)
             continue
-        if _HEX_DIGEST.fullmatch(p) or (query and _random_part(p)):
+        if _hex_digest(p) or (query and _random_part(p)):
             if len(p) <= MAX_TOKEN_LENGTH:
                 out.setdefault(p.lower(), None)
             continue
