@@ -194,6 +194,24 @@ def test_a_budget_that_grows_past_what_left_records_out_re_plans_and_small_chang
     assert after.record.epoch["reason"] == "extends epoch"  # nothing was left out for room: no re-plan again
 
 
+def test_a_budget_that_dips_inside_an_epoch_and_comes_back_does_not_re_plan(ledger: Ledger) -> None:
+    """The proxy's budget dips while a continued turn's thinking is in the request and
+    comes back at the next user turn: the epoch gets back the room it was planned with."""
+    msgs = _session(20, pad=12)
+    conv = _conversation(ledger, msgs, "dip")
+    n = 3
+    planned = _request(ledger, conv, msgs[:n], budget=2000)
+    while not (planned.record.epoch["first"] and planned.record.epoch["reason"].startswith("re-planned: tail over high water")):
+        n += 2
+        planned = _request(ledger, conv, msgs[:n], budget=2000)
+    assert planned.record.omitted and planned.record.epoch["planned_budget_tokens"] == 2000 and n + 4 <= len(msgs)
+    dipped = _request(ledger, conv, msgs[: n + 2], budget=1600)
+    assert dipped.record.epoch["reason"] == "extends epoch" and dipped.record.epoch["planned_budget_tokens"] == 2000
+    back = _request(ledger, conv, msgs[: n + 4], budget=2000)
+    assert back.record.epoch["reason"] == "extends epoch", back.record.epoch["reason"]
+    assert json.dumps(back.payload["messages"]).startswith(json.dumps(dipped.payload["messages"])[:-1])
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(k=st.integers(min_value=1, max_value=5), fork=st.booleans())
 def test_a_retry_or_fork_at_an_earlier_head_never_contains_later_records(tmp_path_factory: pytest.TempPathFactory, k: int, fork: bool) -> None:

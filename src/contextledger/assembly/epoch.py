@@ -177,13 +177,18 @@ def find_state(store: SqlStore, bound: Boundary, cands: CandidateSet, policy: Po
 
 
 def budget_grew(previous: ContextAssembly, budget: int, policy: Policy) -> str:
-    """The re-plan reason when the budget grew past what the previous request was planned
-    for while that request left records out for lack of room (its high-water mark at the
-    new budget exceeds the old budget: small per-request differences, such as the client
-    context a proxy reserves, never re-plan), else ``""``."""
+    """The re-plan reason when the budget grew past what the epoch was planned for while
+    the previous request left records out for lack of room (the high-water mark at the
+    new budget exceeds the larger of the previous request's budget and the budget the
+    epoch was planned at, ``epoch["planned_budget_tokens"]``), else ``""``.  Small
+    per-request differences — the client context a proxy reserves, the continued turn's
+    thinking that shrinks the budget inside a tool loop and leaves it at the next user
+    turn — never re-plan: the epoch gets back the room it was planned with."""
     squeezed = any(previous.omitted.get(r, 0) for r in (OmissionReason.BUDGET.value, OmissionReason.REPLACED_BY_MEMORY.value, OmissionReason.COMPACTED.value))
-    if squeezed and budget * policy.epoch.high_water > previous.budget_tokens:
-        return f"re-planned: budget grew ({previous.budget_tokens:,} → {budget:,} tokens)"
+    planned = int((previous.epoch or {}).get("planned_budget_tokens") or 0)
+    baseline = max(previous.budget_tokens, planned)
+    if squeezed and budget * policy.epoch.high_water > baseline:
+        return f"re-planned: budget grew ({baseline:,} → {budget:,} tokens)"
     return ""
 
 

@@ -223,7 +223,7 @@ def extend(x: Extending) -> Extended | str:
         pieces.append(Piece(unit=None, messages=[note], cost=x.shaper.cost([note]), bucket="current_input_task_state", shape=Shape.STRUCTURED, order=(10**12, 2), extra_refs=tuple(done)))
     system = tuple(ep.get("system") or ())
     epoch: dict[str, Any] = {
-        **{k: ep[k] for k in ("id", "number", "target_tokens", "system", "system_sha", "tools_sha") if k in ep},
+        **{k: ep[k] for k in ("id", "number", "target_tokens", "planned_budget_tokens", "system", "system_sha", "tools_sha") if k in ep},
         "first": False, "reason": "extends epoch", "extends": prev.id, "head": head_of(x.cands) or ep["head"], "reused_messages": len(prev_part) - int(bool(prev_part) and prev_part[-1] is not payload[key][-1]),
         "fixed_tokens": fixed, "high_water_tokens": high, "announced": sorted(announced | set(done)), "constraints_in_tail": in_tail,
     }
@@ -246,5 +246,6 @@ def plan_epoch(
         "id": record.id, "number": number, "first": True, "reason": reason or "first request", "extends": None,
         "previous_assembly_id": prev.id if prev is not None else None, "head": head_of(cands), "reused_messages": 0,
         "fixed_tokens": fixed, "high_water_tokens": policy.epoch.mark(policy.epoch.high_water, record.budget_tokens, fixed), "target_tokens": target,
+        "planned_budget_tokens": record.budget_tokens,
         "system": list(selection.system), "system_sha": system_sha(system), "tools_sha": tools_sha(tools), "announced": announced,
     }
