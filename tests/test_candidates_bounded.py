@@ -192,7 +192,9 @@ def test_recorded_assembly_keeps_the_system_prompt_the_error_and_the_unresolved_
     for conv_id in convs.values():
         res = ledger.assemble(conv_id, provider="openai-chat", budget_tokens=4000, persist=False)
         assert validate_payload("openai-chat", res.payload) == []
-        assert res.payload["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT + "\n\nConstraints stated by the user (verbatim, still in force):\n- Do not change the public API of src/pkg."}
+        # the task that states the constraint is sent raw, so the constraint is not restated
+        assert res.payload["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+        assert "Do not change the public API of src/pkg." in str(res.payload["messages"][1]["content"])
         text = _payload_text(res.payload)
         assert FINAL_ERROR in text
         assert '[awaiting approval, no result yet: deploy_1 Bash({"command":"make deploy"})]' in text

@@ -310,4 +310,24 @@ def test_a_constraint_stated_in_a_new_message_extends_and_a_new_project_rule_re_
     third = _request(ledger, conv, [*said, *msgs[5:7]])
     assert third.record.epoch["reason"] == "system blocks changed (system prompt, rules or pinned constraints)" and third.record.epoch["first"]
     system = "\n".join(third.record.epoch["system"])
-    assert "Use pnpm, never npm." in system and "Do not add new dependencies." in system and "constraints_in_tail" not in third.record.epoch
+    # the re-plan sends the constraint's own message raw, so it is sent once, there
+    assert "Use pnpm, never npm." in system and "Do not add new dependencies." not in system
+    assert third.record.epoch["constraints_in_tail"] == [pinned] and "Do not add new dependencies." in json.dumps(third.payload["messages"])
+
+
+def test_a_constraint_is_restated_in_the_system_blocks_only_when_its_message_is_not_sent_raw(ledger: Ledger) -> None:
+    s = _session(12, pad=3)
+    said = [*s[:3], _msg("u1", Role.USER, TextPart(text="Never push to main."), at=3), *s[3:]]
+    conv = _conversation(ledger, said, "restated")
+    raw = _request(ledger, conv, said)
+    # nothing omitted: the request is the replay; the constraint is read once, in the user's message
+    assert raw.record.omitted == {} and raw.record.assembled_tokens == raw.record.replay_tokens
+    assert json.dumps(raw.payload).count("Never push to main.") == 1 and raw.payload["messages"][0]["role"] == "user"
+    [rule] = raw.record.epoch["constraints_in_tail"]
+    later = T0 + timedelta(days=1)
+    ledger.compact(conv, keep_recent_units=2, now=later)
+    after = ledger.assemble(conv, provider="openai-chat", budget_tokens=6000, now=later)
+    # compacted away: restated verbatim in the system blocks, no longer "in the tail"
+    assert after.record.epoch["reason"] == "history compacted" and after.record.epoch["constraints_in_tail"] == []
+    assert after.payload["messages"][0] == {"role": "system", "content": "Constraints stated by the user (verbatim, still in force):\n- Never push to main."}
+    assert rule in {r.id for r in ledger.rules(conv)}

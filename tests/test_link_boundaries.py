@@ -348,6 +348,9 @@ def test_a_constraint_repeated_in_conversation_is_one_line(ledger: Ledger) -> No
     for text in ("Fix the tests. Do not change the public API of src/pkg.", "Continue. Do not add new dependencies.",
                  "Continue. Do not change the public API of src/pkg.", "Continue. Do not add new dependencies."):
         rec.record_message(conv.id, "user", text)
+    rec.record_message(conv.id, "assistant", "Working on it.")
+    # compacted, the messages are no longer sent raw: the constraints are restated, once each
+    ledger.compact(conv.id, keep_recent_units=1, now=T0)
     r = ledger.assemble(conv.id, now=T0, persist=False)
     system = str(r.payload["messages"][0]["content"])
     lines = [ln for ln in system.splitlines() if ln.startswith("- ")]

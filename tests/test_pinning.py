@@ -244,6 +244,11 @@ def test_recorded_user_turns_pin_only_constraints_with_their_scope(ledger: Ledge
     rec.record_message(conv.id, "user", "In CONVENTIONS.md, reorder the lists. DO NOT CHANGE the contents.")
     rec.record_message(conv.id, "user", "Don't give up, buddy! Must be awesome to see your stuff on display.")
     rec.record_message(conv.id, "user", "Don't forget to take breaks. Do not add new dependencies.")
+    rec.record_message(conv.id, "assistant", "On it.")
+    raw = ledger.assemble(conv.id, provider="openai-chat", budget_tokens=2000, persist=False)
+    # sent raw, the user's messages carry their constraints: nothing is restated
+    assert raw.payload["messages"][0] == {"role": "system", "content": "You are a coding agent."}
+    ledger.compact(conv.id, keep_recent_units=1)
     res = ledger.assemble(conv.id, provider="openai-chat", budget_tokens=2000, persist=False)
     assert res.payload["messages"][0] == {
         "role": "system",

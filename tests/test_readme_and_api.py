@@ -23,8 +23,10 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     result = ns["result"]
     assert result.record.assembled_tokens <= 4000
     assert set(ns["payload"]) == {"system", "messages", "tools"}
-    # the user's constraint is pinned and re-emitted verbatim in the system slot
-    assert "do not change the public API" in ns["payload"]["system"]
+    # sent whole, the request is its replay: the user's constraint is read once, in their message
+    assert result.record.assembled_tokens == result.record.replay_tokens and result.record.omitted == {}
+    assert "do not change the public API" not in ns["payload"]["system"]
+    assert "do not change the public API" in ns["payload"]["messages"][0]["content"][0]["text"]
     out = capsys.readouterr().out.split()
     assert int(out[0]) == result.record.replay_tokens and int(out[1]) == result.record.assembled_tokens
 

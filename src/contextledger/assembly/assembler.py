@@ -29,6 +29,7 @@ sorted by ``seq`` / call index / id, never by dict order or wall clock.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,7 @@ from contextledger.assembly.candidates import collect_candidates
 from contextledger.assembly.epoch import EpochState, find_state, remember
 from contextledger.assembly.epoch_extend import Extended, Extending, extend, fixed_of, plan_epoch
 from contextledger.assembly.evaluate import Evaluator
+from contextledger.assembly.pins import constraints_shown
 from contextledger.assembly.record import (
     ASSEMBLER_VERSION,
     Assembled,
@@ -206,6 +208,10 @@ class Assembler:
         )
         selection, rehydrated = rehydrate(budgeter.select(system, pieces, lines), budgeter, store, req.scope)
         selection = excerpt_newest_result(selection, budgeter, store, req.scope)
+        shown = constraints_shown(selection.request, rules.rules) if selection.system == system else ()
+        if shown:  # sent once, in the user's own message: no restatement in the system blocks
+            system = system_blocks(cands.messages, [r for r in rules.rules if r.id not in shown])
+            selection = replace(selection, system=system, request=replace(selection.request, system=system))
         t2 = time.perf_counter()
         out = serialize_request(store, bound.provider, selection.request)
         t3 = time.perf_counter()
@@ -217,7 +223,7 @@ class Assembler:
         )
         record = record_assembly(assembled, cands, ev, policy, self.tok, store=store, keep_trace=req.trace, compare_prefix=req.persist)
         if state is not None:
-            record = record.model_copy(update={"epoch": plan_epoch(record, state, reason, cands, selection, (system, tools), fixed=fixed, target=target, policy=policy, ev=ev)})
+            record = record.model_copy(update={"epoch": plan_epoch(record, state, reason, cands, selection, (system, tools), fixed=fixed, target=target, policy=policy, ev=ev, in_tail=shown)})
         if req.persist:
             persist(store, req.scope, record, out.payload, ev)
             remember(record.id, selection.request.messages)

@@ -233,10 +233,12 @@ def extend(x: Extending) -> Extended | str:
 
 def plan_epoch(
     record: ContextAssembly, state: EpochState, reason: str, cands: CandidateSet, selection: Selection, view: tuple[tuple[str, ...], tuple[ToolSchema, ...]], *,
-    fixed: int, target: int, policy: Policy, ev: Evaluator,
+    fixed: int, target: int, policy: Policy, ev: Evaluator, in_tail: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """``record.epoch`` of a plan: the first assembly of a new epoch.  ``view``: the
-    system blocks (before any cut) and tools it was planned with."""
+    system blocks (before any cut) and tools it was planned with; ``in_tail``: the pinned
+    constraints sent only in the message that stated them (:mod:`.pins`), carried as
+    ``constraints_in_tail`` so the epoch's extensions keep its system blocks."""
     system, tools = view
     prev = state.previous
     number = int((prev.epoch or {}).get("number", 0)) + 1 if prev is not None else 1
@@ -248,4 +250,5 @@ def plan_epoch(
         "fixed_tokens": fixed, "high_water_tokens": policy.epoch.mark(policy.epoch.high_water, record.budget_tokens, fixed), "target_tokens": target,
         "planned_budget_tokens": record.budget_tokens,
         "system": list(selection.system), "system_sha": system_sha(system), "tools_sha": tools_sha(tools), "announced": announced,
+        "constraints_in_tail": list(in_tail),
     }
