@@ -163,7 +163,9 @@ def test_coding_history_structure(sqlite_ledger: Ledger) -> None:
     assert by_call["c000092"].startswith("The file src/pkg/module_007.py has been updated.")
     assert f"E       {final_error_line(n)}" in by_call["c000099"]
     system = res.payload["messages"][0]
-    assert system["role"] == "system" and f"Constraints stated by the user (verbatim, still in force):\n- {OPENING_CONSTRAINT}" in system["content"]
+    # the task statement is sent raw with its constraint, so the constraint is not restated
+    assert system["role"] == "system" and "Constraints stated by the user" not in system["content"]
+    assert OPENING_CONSTRAINT in str(res.payload["messages"][1]["content"])
     working_set = [m["content"] for m in res.payload["messages"] if "files read or edited on this branch" in str(m["content"])]
     assert len(working_set) == 1
     assert "- src/pkg/module_007.py (edited)\n" in working_set[0]

@@ -104,7 +104,9 @@ def test_coding_walkthrough_project_rule_comes_from_the_rule_file_not_the_tool_r
     res = ledger.assemble(built.conversation_id, provider=built.provider, budget_tokens=built.budget_tokens, now=built.now, persist=False)
     system = res.payload["system"]
     assert "Rules:\n- Use pnpm for every script; never use npm in this repo." in system
-    assert system.index("Rules:") < system.index("Constraints stated by the user")
+    # the task that states the user's constraint is sent raw, so it is not restated
+    assert "Constraints stated by the user" not in system
+    assert "Don't change the public API of src/auth." in res.payload["messages"][0]["content"][0]["text"]
     assert "I'd prefer you use npm" not in system
 
 

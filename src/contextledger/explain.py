@@ -181,9 +181,8 @@ def record_exists(store: SqlStore, scope: Scope, conversation_id: str, record_id
 def epoch_explanation(epoch: dict[str, Any] | None) -> dict[str, Any] | None:
     """Why the request's prefix is what it is (:mod:`contextledger.assembly.epoch`):
     ``{"number", "first", "reason", "extends", "reused_messages"}``, plus
-    ``constraints_in_tail`` (rule ids) when pinned constraints stated inside the epoch
-    are sent in the tail where the user stated them, not yet in the frozen system
-    blocks; ``None`` for an assembly made without epoch state."""
+    ``constraints_in_tail`` (rule ids) when pinned constraints are sent only in the
+    message that stated them (raw), not restated in the frozen system blocks; ``None`` for an assembly made without epoch state."""
     if not epoch:
         return None
     out = {k: epoch.get(k) for k in ("number", "first", "reason", "extends", "reused_messages")}
@@ -226,7 +225,7 @@ def render_explanation(expl: dict[str, Any]) -> str:
         lines.append(f"epoch {ep['number']}, {where} — why the prefix changed here (or did not): {ep['reason']}")
         if ep.get("constraints_in_tail"):
             n = len(ep["constraints_in_tail"])
-            lines.append(f"  {n} constraint{'s' if n != 1 else ''} stated inside this epoch {'are' if n != 1 else 'is'} sent where the user stated them (pinned at the next re-plan)")
+            lines.append(f"  {n} constraint{'s' if n != 1 else ''} {'are' if n != 1 else 'is'} sent where the user stated them, not restated in the system blocks (restated once that message is no longer sent raw)")
     if expl.get("summary"):
         lines.append("omitted or reshaped, by reason:")
         for reason, n in sorted(expl["summary"].items(), key=lambda kv: (-kv[1], kv[0])):
