@@ -3,8 +3,9 @@ vectors), exact search over the lineage's vectors (:mod:`contextledger.retrieval
 
 The query vector is the stored vector of ``query.vector_of`` (the current user message,
 embedded on the query side when recorded) when there is one, else the encoder embeds
-``query.text`` as a query.  Only vectors of the encoder's model are compared (another
-model's are not in the cache's matrix).  Unavailable without the ``retrieval`` extra
+``query.text`` as a query.  Only vectors of the encoder's model and the current passage
+recipe are compared (:func:`~contextledger.retrieval.documents.vector_model`; another
+model's or recipe's are not in the cache's matrix).  Unavailable without the ``retrieval`` extra
 (and no stored query vector), or when the conversation has no vectors of the model.
 Hits below the model's score floor (:func:`min_cosine`) are not returned: each model
 has its own cosine scale (E5's unrelated pairs score ~0.75, MiniLM's ~0.1)."""
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from contextledger.retrieval.documents import vector_model
 from contextledger.retrieval.embed import E5_NAME, MODEL_NAME, encode_queries
 from contextledger.retrieval.model import RetrievalQuery, RouteHit
 from contextledger.retrieval.routes import RouteUnavailable
@@ -56,7 +58,8 @@ class SemanticRoute:
         except ImportError:
             raise RouteUnavailable("numpy is missing: pip install 'contextledger[retrieval]'") from None
         model = ctx.encoder.name if ctx.encoder is not None else default_model()
-        raw = stored_vector(ctx.conn, ctx.scope.tenant_id, query.vector_of, model) if query.vector_of else None
+        stored = vector_model(model)
+        raw = stored_vector(ctx.conn, ctx.scope.tenant_id, query.vector_of, stored) if query.vector_of else None
         if raw is not None:
             q = np.frombuffer(raw, dtype="<f4")
         elif ctx.encoder is None:
@@ -67,7 +70,7 @@ class SemanticRoute:
             return []
         else:
             q = encode_queries(ctx.encoder, [query.text])[0]
-        cv = conversation_vectors(ctx.conn, str(ctx.store.engine.url), ctx.scope.tenant_id, ctx.conversation_id, model, int(q.shape[0]))
+        cv = conversation_vectors(ctx.conn, str(ctx.store.engine.url), ctx.scope.tenant_id, ctx.conversation_id, stored, int(q.shape[0]))
         if not cv.record_ids:
             raise RouteUnavailable("no embedded records in this conversation (record with the retrieval extra, or run `contextledger index`)")
         mask = cv.lineage_mask(ctx.segments)
