@@ -196,9 +196,10 @@ def semantic_text(record: Message | ToolMemory, artifact: ToolArtifact | None = 
     if isinstance(record, Message):
         text = message_text(record)
         return text[:SEMANTIC_CHARS] if text else None
-    call = _call_line(record.source_tool, artifact.arguments_json if artifact is not None else "{}")[:ARGUMENT_CHARS * 2]
-    body = artifact.inline_text if artifact is not None and artifact.inline_text and artifact.inline_text.strip() else record.summary
-    return f"{call}\n{_output_passage(body, SEMANTIC_CHARS - len(call) - 1)}"
+    call = _call_line(record.source_tool, artifact.arguments_json if artifact is not None else "{}")[: ARGUMENT_CHARS * 2]
+    head = f"{call}: {record.summary}"[: SEMANTIC_CHARS // 2]
+    raw = artifact.inline_text if artifact is not None and artifact.inline_text and artifact.inline_text.strip() else ""
+    return f"{head}\n{_output_passage(raw, SEMANTIC_CHARS - len(head) - 1)}" if raw else head
 
 
 def is_query_side(record: Message | ToolMemory) -> bool:
