@@ -45,7 +45,7 @@ LEXICAL_ROUTES = ("keyword", "memory")
 """The routes that match the query's words (the memory route repeats the keyword
 route's signal on fewer fields): they are weak together (:func:`query_weights`)."""
 
-WEAK_WEIGHT = 0.01
+WEAK_WEIGHT = 0.0
 """The weight of a weak lexical route (:func:`query_weights`): one of its hits adds at
 most ``0.01 / 61`` to a record's fused score — about the gap between ranks 5 and 6 of a
 full-weight route — so it orders records the semantic route ranks alike and never
