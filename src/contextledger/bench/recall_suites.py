@@ -66,7 +66,8 @@ def _found(hits: Sequence[Any], answer: str, k: int) -> bool:
 
 def _shares(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """``{"cases", "summary": {mode: {"r1", "r10"}}, "by_lang": {lang: {mode: r10}},
-    "misses": {mode: [case names missed at 10]}}`` of ``rows``."""
+    "misses": {mode: [case names missed at 10]}, "below_best": {"r1" | "r10": [cases
+    hybrid misses at that depth while a single route finds them]}}`` of ``rows``."""
     n = max(1, len(rows))
     langs = sorted({r["lang"] for r in rows})
     return {
@@ -74,6 +75,7 @@ def _shares(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "summary": {m: {k: round(sum(r[m][k] for r in rows) / n, 3) for k in ("r1", "r10")} for m in SEARCH_MODES},
         "by_lang": {lang: {m: round(sum(r[m]["r10"] for r in rows if r["lang"] == lang) / max(1, sum(r["lang"] == lang for r in rows)), 3) for m in SEARCH_MODES} for lang in langs},
         "misses": {m: [r["case"] for r in rows if not r[m]["r10"]] for m in SEARCH_MODES},
+        "below_best": {k: [r["case"] for r in rows if not r["hybrid"][k] and (r["keyword"][k] or r["semantic"][k])] for k in ("r1", "r10")},
     }
 
 
@@ -260,7 +262,8 @@ def paraphrase_markdown(report: dict[str, Any]) -> str:
             lines.append(f"| R@{k[1:]} | " + " | ".join(f"{part['summary'][m][k]:.2f}" for m in modes) + " |")
         for lang, by in part["by_lang"].items():
             lines.append(f"| R@10 {lang} | " + " | ".join(f"{by[m]:.2f}" for m in modes) + " |")
-        lines += ["", "Missed at 10: " + "; ".join(f"{m}: {', '.join(part['misses'][m]) or 'none'}" for m in modes), ""]
+        lines += ["", "Missed at 10: " + "; ".join(f"{m}: {', '.join(part['misses'][m]) or 'none'}" for m in modes),
+                  "Hybrid below the better single route: " + "; ".join(f"R@{k[1:]}: {', '.join(v) or 'none'}" for k, v in part["below_best"].items()), ""]
     return "\n".join(lines)
 
 
