@@ -46,10 +46,11 @@ LEXICAL_ROUTES = ("keyword", "memory")
 route's signal on fewer fields): they are weak together (:func:`query_weights`)."""
 
 WEAK_WEIGHT = 0.0
-"""The weight of a weak lexical route (:func:`query_weights`): one of its hits adds at
-most ``0.01 / 61`` to a record's fused score — about the gap between ranks 5 and 6 of a
-full-weight route — so it orders records the semantic route ranks alike and never
-lifts a record over several of the semantic route's."""
+"""The weight of a weak lexical route (:func:`query_weights`): its hits add nothing to
+a fused score, so they only break exact ties (more routes first) and a record found by
+them alone follows every record another route scored.  (At 0.01 — one hit worth the gap
+between ranks 5 and 6 of a full-weight route — a keyword+memory hit still overturned the
+semantic route's near-ties at rank 1.)"""
 
 
 def query_weights(lists: Mapping[str, Sequence[RouteHit]], base: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -112,11 +113,15 @@ def lead(
     and an exact identifier match ranks no lower than the named records, the leaders
     and the exact matches before it.  A best hit the route is not sure of does not lead:
     a keyword hit sharing one word of a paraphrased question would otherwise stand
-    beside the semantic route's answer and win on fused score.  With the weights of
-    :func:`query_weights`, the rule is: **fusion ranks a record the confident routes
-    agree on no lower than each of them does alone, up to the leaders before it, and a
-    weak lexical route only breaks near-ties of the others** — so hybrid recall is not
-    below the better single route's where that route is the confident one."""
+    beside the semantic route's answer and win on fused score.
+
+    The rule, with the weights of :func:`query_weights`: when the lexical routes are
+    weak they add no score and lead nothing, so hybrid's order is the semantic route's
+    but for what the rules, artifact and graph routes add (and a lower keyword hit
+    holding a query identifier whole, lead 1), and the records the lexical routes alone
+    found come last — hybrid recall at a depth is the semantic route's unless those
+    other routes fill it; with a confident keyword hit, weighted RRF with the leads
+    decides, as before."""
     key = (f[0], f[1])
     if key in named:
         return LEADS
