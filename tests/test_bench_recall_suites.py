@@ -29,12 +29,14 @@ def test_the_assembled_request_holds_old_evidence_of_a_chat_without_tools() -> N
 
 def test_paraphrased_facts_are_recalled_by_hybrid_search() -> None:
     cases = [c for c in suites.PARAPHRASE_CASES if c[0] in _SUBSET]
-    rep = suites.run_paraphrase(filler=30, cases=cases)
+    rep = suites.run_paraphrase(filler=30, cases=cases, heldout=())
     s = rep["summary"]
     assert rep["cases"] == 6 and set(rep["by_lang"]) == {"en", "ja", "zh"}
     assert s["hybrid"]["r10"] >= max(0.9, s["keyword"]["r10"], s["semantic"]["r10"])
     assert s["keyword"]["r10"] < s["semantic"]["r10"]  # other words: the keyword route alone misses
     assert rep["misses"]["hybrid"] == []
+    assert rep["below_best"] == {"r1": [], "r10": []}  # fusion never below the better route here
+    assert "Hybrid below the better single route: R@1: none; R@10: none" in suites.paraphrase_markdown(rep)
 
 
 def test_the_cases_are_many_long_and_uniquely_answered() -> None:
@@ -43,3 +45,13 @@ def test_the_cases_are_many_long_and_uniquely_answered() -> None:
     for name, _, _, result, question, answer in cases:
         assert answer in result and answer not in question, name
         assert [c[0] for c in cases if answer in c[3]] == [name]
+
+
+def test_the_held_out_cases_are_new_bilingual_and_uniquely_answered() -> None:
+    held, tuned = suites.HELDOUT_CASES, suites.PARAPHRASE_CASES
+    assert len(held) >= 15 and {c[1] for c in held} == {"en", "ja"}
+    assert not {c[0] for c in held} & {c[0] for c in tuned}
+    everything = [*tuned, *held]
+    for name, _, _, result, question, answer in held:
+        assert answer in result and answer not in question, name
+        assert [c[0] for c in everything if answer in c[3]] == [name]

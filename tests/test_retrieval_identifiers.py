@@ -93,8 +93,10 @@ def test_search_ranks_every_edit_naming_the_identifier_right_after_the_route_top
     keyword = [h.record_id for h in search(sqlite_ledger, sqlite_ledger.scope("default"), conv, "permissionFlag", limit=10, routes=("keyword",)).hits]
     assert keyword == edits  # the keyword route alone: the three edits, nothing else
     assert result.exact == frozenset(("memory", e) for e in edits)
-    tops = [h.record_id for h in result.hits if 1 in h.ranks.values() and h.record_id not in edits]
-    # the semantic route's best (a docs read) leads; the edits follow in keyword order
+    tops = [h.record_id for h in result.hits if (h.record_kind, h.record_id) in result.tops and h.record_id not in edits]
+    assert all(h.lead == 2 for h in result.hits if h.record_id in tops)
+    # the routes' confident best hits lead (the semantic route's only when it stands
+    # clear of its runner-up); the edits follow in keyword order
     assert ids[: len(tops) + 3] == [*tops, *edits]
     assert [h.record_id for h in result.hits if h.record_id in edits] == edits
     assert all(ids.index(e) <= len(result.routes_used) + k for k, e in enumerate(edits, start=1))

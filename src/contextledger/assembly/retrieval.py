@@ -202,9 +202,9 @@ class RetrievalRouter:
         from contextledger.retrieval.boundary import ROUTE_WEIGHTS
         from contextledger.retrieval.fusion import lead
 
-        # named records lead, then each full-weight route's best hit, then exact
-        # identifier matches
-        hits = sorted((f for f in fused if f[1] in bodies), key=lambda f: (-lead(f, ROUTE_WEIGHTS, result.exact, result.named), -f[2], -len(f[3]), bodies[f[1]].seq, f[1]))
+        # named records lead, then each full-weight route's confident best hit, then
+        # exact identifier matches
+        hits = sorted((f for f in fused if f[1] in bodies), key=lambda f: (-lead(f, result.weights or ROUTE_WEIGHTS, result.exact, result.named, result.tops), -f[2], -len(f[3]), bodies[f[1]].seq, f[1]))
         ranked, new = [], 0
         for f in hits:
             if f[1] not in have and new >= self.limit:

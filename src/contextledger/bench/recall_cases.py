@@ -11,7 +11,7 @@ output, retry state, budgets, branch isolation, handoff compaction).
 
 from __future__ import annotations
 
-__all__ = ["PARAPHRASE_CASES", "ParaphraseCase"]
+__all__ = ["HELDOUT_CASES", "PARAPHRASE_CASES", "ParaphraseCase"]
 
 ParaphraseCase = tuple[str, str, str, str, str, str]
 """``(name, lang, tool, result, question, answer)``."""
@@ -70,3 +70,26 @@ PARAPHRASE_CASES: tuple[ParaphraseCase, ...] = (
     ("zh-deadline", "zh", "read_file", "合同的续签截止日期是2027年1月15日", "协议最晚什么时候要重新签？", "2027年1月15日"),
 )
 """The cases (26 English, 22 Japanese, 3 Chinese)."""
+
+HELDOUT_CASES: tuple[ParaphraseCase, ...] = (
+    ("ho-en-parking", "en", "read_file", "facilities.md: visitor cars go to level P3 of the east garage; badge needed after 18:00", "Where can guests leave their vehicles?", "level P3"),
+    ("ho-en-vaccine", "en", "query_db", "clinic_schedule: flu shots offered Tuesdays 08:00-11:00 at room 214", "When can patients get their influenza jab?", "Tuesdays 08:00-11:00"),
+    ("ho-en-freight", "en", "track_shipment", "container MSKU4471920 departed Rotterdam, ETA Halifax 2027-02-03", "When is the box from the Dutch port expected to arrive?", "2027-02-03"),
+    ("ho-en-grading", "en", "read_file", "syllabus: final exam counts 45% of the mark, labs 30%, quizzes 25%", "How much does the end-of-term test weigh?", "45% of the mark"),
+    ("ho-en-fx", "en", "http_get", "EUR/JPY closed at 163.42 on the Frankfurt feed", "What was the euro worth in yen at the end of trading?", "163.42"),
+    ("ho-en-thermostat", "en", "home_api", "living room thermostat setpoint 19.5 C, heating schedule eco until 06:30", "How warm is the lounge set to be?", "19.5 C"),
+    ("ho-en-court", "en", "search_docs", "hearing for case 22-CV-0918 moved to courtroom 6B on May 14", "In which chamber will the lawsuit be heard?", "courtroom 6B"),
+    ("ho-en-visa", "en", "web_search", "travellers from Chile may stay in Japan up to 90 days without a visa", "How long can a Chilean tourist remain in that country without special papers?", "up to 90 days"),
+    ("ho-ja-parking", "ja", "read_file", "来客用の駐車場は北館地下2階です。18時以降は警備室で受付", "お客さんの車はどこに停めればいいですか？", "北館地下2階"),
+    ("ho-ja-clinic", "ja", "query_db", "健康診断の受付は毎週水曜日の午前中、3階の健診センターで行います", "社員の定期検診はいつどこで受けられますか？", "健診センター"),
+    ("ho-ja-shipping", "ja", "track_shipment", "荷物番号JP88310は神戸港を出港し、到着予定は2月9日です", "港から送られた貨物はいつ届く見込みですか？", "2月9日"),
+    ("ho-ja-school", "ja", "read_file", "期末試験は成績の4割、レポートは3割、出席は3割で評価します", "学期末のテストは評価のどれくらいを占めますか？", "4割"),
+    ("ho-ja-recipe", "ja", "read_file", "カレーの隠し味はインスタントコーヒー小さじ1杯です", "料理の秘密の材料は何ですか？", "インスタントコーヒー"),
+    ("ho-ja-train", "ja", "http_get", "東海道新幹線は大雨のため静岡・浜松間で運転を見合わせています", "高速鉄道が止まっている区間はどこですか？", "静岡・浜松間"),
+    ("ho-ja-insurance", "ja", "get_policy", "海外出張中の医療費は1件あたり300万円まで会社の保険で補償されます", "外国での仕事中に病院にかかった費用はいくらまで出ますか？", "300万円まで"),
+    ("ho-ja-plant", "ja", "home_api", "ベランダの鉢植えの水やりは毎朝7時に自動で行われる設定です", "植物にはいつ水が与えられますか？", "毎朝7時"),
+)
+"""Held-out cases (8 English, 8 Japanese; other domains than :data:`PARAPHRASE_CASES`:
+facilities, a clinic, freight, a course, exchange rates, a home, a court, travel, a
+recipe, trains, insurance, plants), reported apart from them and never used to choose
+a rule or a constant."""

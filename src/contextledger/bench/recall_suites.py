@@ -1,12 +1,13 @@
 """The evidence and paraphrase suites of ``bench recall``.
 
 * **paraphrase** (:func:`run_paraphrase`): one tool session records every fact of
-  :data:`~contextledger.bench.recall_cases.PARAPHRASE_CASES` as a tool result, then
+  :data:`~contextledger.bench.recall_cases.PARAPHRASE_CASES` and of the held-out
+  :data:`~contextledger.bench.recall_cases.HELDOUT_CASES` as a tool result, then
   ``filler`` unrelated tool exchanges (at least 30), then each question is searched
   (:func:`contextledger.retrieval.search`) with the keyword routes only
   (``keyword``, ``memory``, ``artifact``), the semantic route only, and every search
   route fused (hybrid).  A case is recalled at ``k`` when its answer string is in the
-  text or raw excerpt of one of the first ``k`` hits.
+  text or raw excerpt of one of the first ``k`` hits; the two sets are scored apart.
 * **evidence** (:func:`run_evidence`): a long conversation without tool calls — sessions
   of chat turns that all name the same speaker, facts stated in the early sessions —
   then questions asked late, one after the other.  Per question, at the same token
@@ -30,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from contextledger.bench.recall_cases import PARAPHRASE_CASES, ParaphraseCase
+from contextledger.bench.recall_cases import HELDOUT_CASES, PARAPHRASE_CASES, ParaphraseCase
 
 __all__ = ["EVIDENCE_FACTS", "FILLS", "SEARCH_MODES", "evidence_markdown", "paraphrase_markdown", "run_evidence", "run_paraphrase"]
 
@@ -63,13 +64,32 @@ def _found(hits: Sequence[Any], answer: str, k: int) -> bool:
     return any(answer in f"{h.text}\n{h.excerpt}" for h in hits[:k])
 
 
-def run_paraphrase(*, filler: int = 30, cases: Sequence[ParaphraseCase] = PARAPHRASE_CASES, url: str | None = None) -> dict[str, Any]:
-    """The paraphrase suite (module docstring).
+def _shares(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``{"cases", "summary": {mode: {"r1", "r10"}}, "by_lang": {lang: {mode: r10}},
+    "misses": {mode: [case names missed at 10]}, "below_best": {"r1" | "r10": [cases
+    hybrid misses at that depth while a single route finds them]}}`` of ``rows``."""
+    n = max(1, len(rows))
+    langs = sorted({r["lang"] for r in rows})
+    return {
+        "cases": len(rows),
+        "summary": {m: {k: round(sum(r[m][k] for r in rows) / n, 3) for k in ("r1", "r10")} for m in SEARCH_MODES},
+        "by_lang": {lang: {m: round(sum(r[m]["r10"] for r in rows if r["lang"] == lang) / max(1, sum(r["lang"] == lang for r in rows)), 3) for m in SEARCH_MODES} for lang in langs},
+        "misses": {m: [r["case"] for r in rows if not r[m]["r10"]] for m in SEARCH_MODES},
+        "below_best": {k: [r["case"] for r in rows if not r["hybrid"][k] and (r["keyword"][k] or r["semantic"][k])] for k in ("r1", "r10")},
+    }
+
+
+def run_paraphrase(
+    *, filler: int = 30, cases: Sequence[ParaphraseCase] = PARAPHRASE_CASES, heldout: Sequence[ParaphraseCase] = HELDOUT_CASES, url: str | None = None,
+) -> dict[str, Any]:
+    """The paraphrase suite (module docstring): the facts of ``cases`` and ``heldout``
+    recorded in one session (each set's facts are the other's distractors), each set's
+    questions scored apart.
 
     Returns:
-        ``{"kind": "paraphrase", "cases", "filler", "rows": [{"case", "lang", mode:
-        {"r1", "r10"}}], "summary": {mode: {"r1", "r10"}}, "by_lang": {lang: {mode:
-        r10}}, "misses": {mode: [case names missed at 10]}}``.
+        ``{"kind": "paraphrase", "model", "filler", "rows": [{"case", "lang", "set",
+        mode: {"r1", "r10"}}], "cases", "summary", "by_lang", "misses"`` (of ``cases``,
+        :func:`_shares`) ``, "heldout": {the same of heldout}}``.
 
     Raises:
         EmbeddingsUnavailable: the ``retrieval`` extra is missing.
@@ -77,6 +97,7 @@ def run_paraphrase(*, filler: int = 30, cases: Sequence[ParaphraseCase] = PARAPH
     from contextledger.retrieval import search
     from contextledger.retrieval.embed import get_encoder
 
+    everything = [(c, "tuned") for c in cases] + [(c, "heldout") for c in heldout]
     rows: list[dict[str, Any]] = []
     with _embeddings("auto"), tempfile.TemporaryDirectory() as tmp:
         encoder = get_encoder(required=True)
@@ -85,27 +106,24 @@ def run_paraphrase(*, filler: int = 30, cases: Sequence[ParaphraseCase] = PARAPH
             rec = ledger.recorder()
             conv = rec.start_conversation(title="paraphrase")
             rec.record_message(conv.id, "user", "Please help me with today's tasks.")
-            for i, (_, _, tool, result, _, _) in enumerate(cases):
+            for i, ((_, _, tool, result, _, _), _) in enumerate(everything):
                 _, calls = rec.record_assistant(conv.id, tool_calls=[{"call_id": f"f{i}", "tool_name": tool, "arguments": {"i": i}}])
                 rec.record_tool_result(conv.id, calls[0].call_id, result)
             for n in range(filler):
                 ftool, template = _TOOL_FILLER[n % len(_TOOL_FILLER)]
                 _, calls = rec.record_assistant(conv.id, tool_calls=[{"call_id": f"x{n}", "tool_name": ftool, "arguments": {"n": n}}])
                 rec.record_tool_result(conv.id, calls[0].call_id, template.format(n=n))
-            for name, lang, _, _, question, answer in cases:
-                row: dict[str, Any] = {"case": name, "lang": lang}
+            for (name, lang, _, _, question, answer), which in everything:
+                row: dict[str, Any] = {"case": name, "lang": lang, "set": which}
                 for mode, routes in SEARCH_MODES.items():
                     hits = search(ledger, ledger.scope(), conv.id, question, routes=routes, limit=10, encoder=encoder).hits
                     row[mode] = {"r1": _found(hits, answer, 1), "r10": _found(hits, answer, 10)}
                 rows.append(row)
         finally:
             ledger.close()
-    n = max(1, len(rows))
-    summary = {m: {k: round(sum(r[m][k] for r in rows) / n, 3) for k in ("r1", "r10")} for m in SEARCH_MODES}
-    langs = sorted({r["lang"] for r in rows})
-    by_lang = {lang: {m: round(sum(r[m]["r10"] for r in rows if r["lang"] == lang) / max(1, sum(r["lang"] == lang for r in rows)), 3) for m in SEARCH_MODES} for lang in langs}
-    misses = {m: [r["case"] for r in rows if not r[m]["r10"]] for m in SEARCH_MODES}
-    return {"kind": "paraphrase", "model": encoder.name if encoder else None, "cases": len(rows), "filler": filler, "rows": rows, "summary": summary, "by_lang": by_lang, "misses": misses}
+    tuned = _shares([r for r in rows if r["set"] == "tuned"])
+    return {"kind": "paraphrase", "model": encoder.name if encoder else None, "filler": filler, "rows": rows, **tuned,
+            "heldout": _shares([r for r in rows if r["set"] == "heldout"])}
 
 
 EVIDENCE_FACTS: tuple[tuple[str, str, str], ...] = (
@@ -231,16 +249,22 @@ def run_evidence(*, sessions: int = 36, per_session: int = 6, budget: int = 1000
 
 
 def paraphrase_markdown(report: dict[str, Any]) -> str:
-    """The paraphrase table: R@1 / R@10 per mode, R@10 per language, the misses."""
+    """The paraphrase tables (the cases, then the held-out cases when there are any):
+    R@1 / R@10 per mode, R@10 per language, the misses."""
     modes = list(SEARCH_MODES)
-    lines = [f"Paraphrase recall, `search` ({report['cases']} cases, facts {report['filler']}+ exchanges back, model {report.get('model')}):", "",
-             "| | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes)]
-    for k in ("r1", "r10"):
-        lines.append(f"| R@{k[1:]} | " + " | ".join(f"{report['summary'][m][k]:.2f}" for m in modes) + " |")
-    for lang, by in report["by_lang"].items():
-        lines.append(f"| R@10 {lang} | " + " | ".join(f"{by[m]:.2f}" for m in modes) + " |")
-    lines += ["", "Missed at 10: " + "; ".join(f"{m}: {', '.join(report['misses'][m]) or 'none'}" for m in modes)]
-    return "\n".join(lines) + "\n"
+    lines: list[str] = []
+    for title, part in (("", report), (" held-out", report.get("heldout") or {"cases": 0})):
+        if not part["cases"]:
+            continue
+        lines += [f"Paraphrase recall{title}, `search` ({part['cases']} cases, facts {report['filler']}+ exchanges back, model {report.get('model')}):", "",
+                  "| | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes)]
+        for k in ("r1", "r10"):
+            lines.append(f"| R@{k[1:]} | " + " | ".join(f"{part['summary'][m][k]:.2f}" for m in modes) + " |")
+        for lang, by in part["by_lang"].items():
+            lines.append(f"| R@10 {lang} | " + " | ".join(f"{by[m]:.2f}" for m in modes) + " |")
+        lines += ["", "Missed at 10: " + "; ".join(f"{m}: {', '.join(part['misses'][m]) or 'none'}" for m in modes),
+                  "Hybrid below the better single route: " + "; ".join(f"R@{k[1:]}: {', '.join(v) or 'none'}" for k, v in part["below_best"].items()), ""]
+    return "\n".join(lines)
 
 
 def evidence_markdown(report: dict[str, Any]) -> str:

@@ -109,12 +109,15 @@ class Boundary:
 
     def admit(
         self, ctx: RouteContext, fused: list[Fused], limit: int, exact: Set[tuple[str, str]] = frozenset(), named: Set[tuple[str, str]] = frozenset(),
+        leaders: Set[tuple[str, str]] | None = None,
     ) -> list[Hit]:
         """The best ``limit`` admitted hits of ``fused`` (refusals counted in
         :attr:`withheld`), highest :attr:`Hit.score <contextledger.retrieval.model.Hit.score>`
         first (:func:`~contextledger.retrieval.fusion.lead`, then the fused score; ties:
         more routes, kind, transcript order, id).  ``exact``: the keyword hits holding a
-        query identifier whole; ``named``: the records the query names exactly."""
+        query identifier whole; ``named``: the records the query names exactly; ``leaders``:
+        the routes' confident best hits (:func:`~contextledger.retrieval.fusion.tops`;
+        ``None``: every full-weight route's best hit)."""
         mem_ids = [rid for kind, rid, *_ in fused if kind == "memory"]
         msg_ids = [rid for kind, rid, *_ in fused if kind == "message"]
         mems = {m.id: m for m in ctx.store.memories(ctx.scope, ctx.conversation_id, ids=mem_ids, conn=ctx.conn)} if mem_ids else {}
@@ -126,7 +129,7 @@ class Boundary:
         # named records lead, then each full-weight route's best hit, then exact
         # identifier matches (fusion.lead); equal scores: transcript order (older
         # first), never the random id
-        leads = {(f[0], f[1]): lead(f, ROUTE_WEIGHTS, exact, named) for f in fused}
+        leads = {(f[0], f[1]): lead(f, ROUTE_WEIGHTS, exact, named, leaders) for f in fused}
         fused = sorted(fused, key=lambda f: (-leads[f[0], f[1]], -f[2], -len(f[3]), f[0], seq_of.get((f[0], f[1]), 0), f[1]))
         out: list[Hit] = []
         for kind, rid, score, ranks, scores in fused:

@@ -11,8 +11,9 @@ embeds the memories and chat messages among them in one batch and inserts their
 write transaction to its end, where they are computed in batches of
 :data:`BACKFILL_BATCH` (an import embeds its records this way, not one forward pass per
 record).  :func:`backfill` completes the index of a conversation recorded before
-(migrated ledgers, a ledger recorded with embeddings off): documents, then vectors, in
-batches.
+(migrated ledgers, a ledger recorded with embeddings off, vectors of another model or
+passage recipe — :func:`~contextledger.retrieval.documents.vector_model`): documents,
+then vectors, in batches.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from contextledger.retrieval.documents import (
     keyword_tokens,
     scope_token,
     semantic_text,
+    vector_model,
 )
 from contextledger.store import schema as S
 
@@ -143,7 +145,7 @@ def _insert_vectors(conn: Connection, encoder: Encoder, items: Sequence[_Item]) 
             {
                 "doc_id": doc_id, "tenant_id": rec.tenant_id, "conversation_id": rec.conversation_id,
                 "branch_id": rec.branch_id, "seq": rec.seq, "record_kind": "message" if isinstance(rec, Message) else "memory",
-                "record_id": rec.id, "model": encoder.name, "vector": pack_vector(v),
+                "record_id": rec.id, "model": vector_model(encoder.name), "vector": pack_vector(v),
             }
             for (doc_id, rec, _), v in zip(items, vecs, strict=True)
         ],
@@ -241,10 +243,11 @@ def backfill(
 
 def _backfill_vectors(store: SqlStore, scope: Scope, conversation_id: str, encoder: Encoder, progress: Callable[[int, int], None] | None) -> int:
     d, v = S.retrieval_docs, S.retrieval_vectors
-    with store.writer(scope) as w:  # one vector per document: another model's are replaced
-        w.conn.execute(v.delete().where(v.c.tenant_id == scope.tenant_id, v.c.conversation_id == conversation_id, v.c.model != encoder.name))
+    model = vector_model(encoder.name)
+    with store.writer(scope) as w:  # one vector per document: another model's or recipe's are replaced
+        w.conn.execute(v.delete().where(v.c.tenant_id == scope.tenant_id, v.c.conversation_id == conversation_id, v.c.model != model))
     with store.reader() as c:
-        done = {r.doc_id for r in c.execute(sa.select(v.c.doc_id).where(v.c.tenant_id == scope.tenant_id, v.c.conversation_id == conversation_id, v.c.model == encoder.name))}
+        done = {r.doc_id for r in c.execute(sa.select(v.c.doc_id).where(v.c.tenant_id == scope.tenant_id, v.c.conversation_id == conversation_id, v.c.model == model))}
         docs = [(int(r.doc_id), r.record_kind, r.record_id) for r in c.execute(
             sa.select(d.c.doc_id, d.c.record_kind, d.c.record_id).where(d.c.tenant_id == scope.tenant_id, d.c.conversation_id == conversation_id).order_by(d.c.doc_id)
         ) if int(r.doc_id) not in done]

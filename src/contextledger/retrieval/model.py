@@ -46,12 +46,19 @@ class RouteHit:
     higher is better); the rank is the position in the route's list.  ``exact``: the
     record holds a code identifier of the query whole (keyword route,
     :func:`~contextledger.retrieval.text.identifier_tokens`), or the query names the
-    record itself — by id, handle, tool call id or digest (artifact route)."""
+    record itself — by id, handle, tool call id or digest (artifact route).
+    ``confident``: the route is sure of this hit — a keyword hit whose matched terms
+    carry most of the query's information
+    (:data:`~contextledger.retrieval.routes.keyword.CONFIDENT_SHARE`), a semantic best
+    hit standing clear of the runner-up
+    (:func:`~contextledger.retrieval.routes.semantic.lead_margin`); routes that do not
+    grade their hits leave it ``True``."""
 
     record_kind: str
     record_id: str
     score: float
     exact: bool = False
+    confident: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +69,7 @@ class Hit:
         record_kind: ``"memory"``, ``"message"`` or ``"rule"``.
         record_id: its id.
         fused_score: ``Σ w / (k + rank)`` over the routes that found it (k = 60).
-        lead: 3 named exactly by the query, 2 a full-weight route's best hit, 1 holding
+        lead: 3 named exactly by the query, 2 a full-weight route's confident best hit, 1 holding
             a query identifier whole, 0 the rest
             (:func:`~contextledger.retrieval.fusion.lead`).
         ranks: route name → 1-based rank in that route's list.
@@ -146,6 +153,10 @@ class RetrievalResult:
             identifier of the query whole (:func:`~contextledger.retrieval.fusion.lead`).
         named: ``(record_kind, record_id)`` of the records the query names exactly (by
             id, handle, tool call id or digest: the artifact route's exact hits).
+        weights: the fusion weights of this query, route name → weight
+            (:func:`~contextledger.retrieval.fusion.query_weights`).
+        tops: ``(record_kind, record_id)`` of the confident best hits of the full-weight
+            routes — the records of lead 2 (:func:`~contextledger.retrieval.fusion.tops`).
     """
 
     query: str
@@ -155,6 +166,8 @@ class RetrievalResult:
     rrf_k: int = 60
     exact: frozenset[tuple[str, str]] = frozenset()
     named: frozenset[tuple[str, str]] = frozenset()
+    weights: dict[str, float] = field(default_factory=dict)
+    tops: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def routes_used(self) -> list[str]:

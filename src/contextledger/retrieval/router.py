@@ -3,7 +3,8 @@ vector / hybrid search with a freshness filter).
 
 :func:`search` runs the first-stage routes (:mod:`contextledger.retrieval.routes`) in
 one read transaction, fuses their ranked lists by weighted reciprocal rank (k = 60,
-:data:`ROUTE_WEIGHTS`,
+:data:`ROUTE_WEIGHTS`, the lexical routes weak for a paraphrased query —
+:func:`~contextledger.retrieval.fusion.query_weights`,
 :mod:`~contextledger.retrieval.fusion`), runs the graph route from the best fused
 memories and fuses again, then admits hits through the boundary check
 (:mod:`~contextledger.retrieval.boundary`: lineage, visibility, ownership, promotion,
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from contextledger.retrieval.boundary import ROUTE_WEIGHTS, Boundary
-from contextledger.retrieval.fusion import RRF_K, Fused, fuse, lead_with_tops
+from contextledger.retrieval.fusion import RRF_K, Fused, fuse, lead_with_tops, query_weights, tops
 from contextledger.retrieval.model import RetrievalQuery, RetrievalResult, RouteHit, RouteReport
 from contextledger.retrieval.routes import Route, RouteContext, RouteUnavailable
 from contextledger.retrieval.routes.graph import GraphRoute
@@ -148,7 +149,7 @@ def search(
         ctx = RouteContext(store=store, conn=conn, reads=reads, scope=scope, conversation_id=conversation_id, segments=segments, encoder=encoder)
         result, fused = route_and_fuse(ctx, q, routes)
         boundary = Boundary(policy, now=now or datetime.now(UTC), viewer=viewer, provider=provider)
-        result.hits = boundary.admit(ctx, fused, limit, result.exact, result.named)
+        result.hits = boundary.admit(ctx, fused, limit, result.exact, result.named, result.tops)
         result.withheld = dict(boundary.withheld)
     return result
 
@@ -186,16 +187,19 @@ def route_and_fuse(ctx: RouteContext, q: RetrievalQuery, routes: Sequence[str | 
         hits, report = _run(route, ctx, q, PER_ROUTE)
         lists[route.name] = hits
         result.routes.append(report)
-    fused = fuse(lists, weights=ROUTE_WEIGHTS)
+    weights = query_weights(lists, ROUTE_WEIGHTS)
+    fused = fuse(lists, weights=weights)
     if "graph" in names:
         ctx.seeds = [(f[0], f[1]) for f in fused]
         hits, report = _run(_GRAPH, ctx, q, PER_ROUTE)
         lists["graph"] = hits
         result.routes.append(report)
-        fused = fuse(lists, weights=ROUTE_WEIGHTS)
+        weights = query_weights(lists, ROUTE_WEIGHTS)
+        fused = fuse(lists, weights=weights)
     result.exact = frozenset((h.record_kind, h.record_id) for h in lists.get("keyword", []) if h.exact)
     result.named = frozenset((h.record_kind, h.record_id) for h in lists.get("artifact", []) if h.exact)
-    fused = lead_with_tops(fused, ROUTE_WEIGHTS, result.exact, result.named)
+    result.weights, result.tops = weights, tops(lists, weights)
+    fused = lead_with_tops(fused, weights, result.exact, result.named, result.tops)
     if q.vector_of:  # the query's own record (the current user message) is no answer
         fused = [f for f in fused if f[1] != q.vector_of]
     return result, fused

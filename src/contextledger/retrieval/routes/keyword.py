@@ -26,7 +26,11 @@ PostgreSQL ``ts_rank``) are not used: they order the same documents differently,
 the same transcript, policy and time must give the same assembly on either backend.
 A hit holding a code identifier of the query whole (``permissionFlag``,
 :func:`~contextledger.retrieval.text.identifier_tokens`) is marked ``exact``: fusion
-never ranks it out (:func:`~contextledger.retrieval.fusion.lead_tier`).
+never ranks it out (:func:`~contextledger.retrieval.fusion.lead`).  A hit whose matched
+terms carry at least :data:`CONFIDENT_SHARE` of the query's ``Σ idf`` (or holding an
+identifier) is marked ``confident``: only such a best hit leads in fusion, and a route
+whose best hit is not confident is fused as a weak route
+(:func:`~contextledger.retrieval.fusion.query_weights`).
 Rows off the lineage, excluded or of an unwanted kind are dropped after scoring."""
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ if TYPE_CHECKING:
 
     from contextledger.retrieval.routes import RouteContext
 
-__all__ = ["K1", "MIN_SHARE", "B", "Collection", "KeywordRoute", "bm25_scores", "collection_stats"]
+__all__ = ["CONFIDENT_SHARE", "K1", "MIN_SHARE", "B", "Collection", "KeywordRoute", "bm25_scores", "collection_stats"]
 
 K1 = 1.2
 """BM25 term-frequency saturation."""
@@ -55,6 +59,12 @@ B = 0.75
 
 MIN_SHARE = 0.1
 """Least share of the query's ``Σ idf`` a hit scores (see module docstring)."""
+
+CONFIDENT_SHARE = 0.5
+"""Least share of the query's ``Σ idf`` a hit's matched terms carry for the hit to be
+:attr:`~contextledger.retrieval.model.RouteHit.confident` (a hit holding a query
+identifier whole is confident whatever its share): the document holds most of what
+the query says, not one of its words."""
 
 Collection = tuple[int, float]
 """``(documents, average length in tokens)`` of a conversation's keyword documents."""
@@ -131,24 +141,27 @@ class KeywordRoute:
         n = collection[0]
         bound = [_idf(n, df[t]) * (K1 + 1.0) for t in terms]
         weight = {t: _idf(n, f) for t, f in df.items()}
-        floor = MIN_SHARE * sum(weight.values())
+        info = sum(weight.values())
+        floor = MIN_SHARE * info
         memories_only = ctx.kinds == frozenset({"memory"})
         idents = frozenset(identifier_tokens(query.text)).intersection(terms)
-        seen: dict[int, tuple[DocRow, float]] = {}
+        seen: dict[int, tuple[DocRow, float, float]] = {}
         for j, term in enumerate(terms):
             rows = [r for r in keyword_docs(ctx.conn, tenant, conv, self._match(ctx, [term]), df[term], memories_only=memories_only) if r.doc_id not in seen]
             for r, s in zip(rows, bm25_scores(rows, toks, df, collection), strict=True):
                 have = set(r.tokens.split(" "))
-                seen[r.doc_id] = (r, s if sum(w for t, w in weight.items() if t in have) >= floor else -1.0)
+                covered = sum(w for t, w in weight.items() if t in have)
+                seen[r.doc_id] = (r, s if covered >= floor else -1.0, covered / info if info > 0 else 0.0)
             admitted = sorted(
-                ((s, r) for r, s in seen.values() if s >= 0.0 and ctx.in_lineage(r.branch_id, r.seq) and ctx.wanted(r.record_kind, r.record_id)),
+                ((s, r, share) for r, s, share in seen.values() if s >= 0.0 and ctx.in_lineage(r.branch_id, r.seq) and ctx.wanted(r.record_kind, r.record_id)),
                 key=lambda x: (-x[0], -x[1].seq, -x[1].doc_id),
             )
             rest = sum(bound[j + 1 :])
             unread_cover = sum(weight.get(t, 0.0) for t in terms[j + 1 :])  # the most an unread document can cover
             if j + 1 == len(terms) or unread_cover < floor or (len(admitted) >= limit and admitted[limit - 1][0] >= rest):
-                return [
-                    RouteHit(record_kind=r.record_kind, record_id=r.record_id, score=round(s, 6), exact=bool(idents) and not idents.isdisjoint(r.tokens.split(" ")))
-                    for s, r in admitted[:limit]
-                ]
+                out = []
+                for s, r, share in admitted[:limit]:
+                    exact = bool(idents) and not idents.isdisjoint(r.tokens.split(" "))
+                    out.append(RouteHit(record_kind=r.record_kind, record_id=r.record_id, score=round(s, 6), exact=exact, confident=exact or share >= CONFIDENT_SHARE))
+                return out
         return []  # unreachable: the last term returns
