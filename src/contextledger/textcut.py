@@ -77,6 +77,7 @@ _UNITS = re.compile(
     ))
 )
 _WINDOW = MAX_URL_CHARS + 32
+_VIRAMA = 9  # the canonical combining class of a virama (U+094D …)
 
 
 def _extends(ch: str) -> bool:
@@ -95,12 +96,12 @@ def _extends(ch: str) -> bool:
 
 def _joined(text: str, i: int) -> bool:
     """Whether ``text[i]`` belongs to ``text[i - 1]`` (``0 < i < len(text)``): it extends
-    it (:func:`_extends`), follows a zero-width joiner, or is the low half of a surrogate
-    pair."""
+    it (:func:`_extends`), follows a zero-width joiner or a virama (an Indic conjunct:
+    ``क्ष``), or is the low half of a surrogate pair."""
     ch, before = text[i], text[i - 1]
     if "\udc00" <= ch <= "\udfff":
         return "\ud800" <= before <= "\udbff"
-    return before == "\u200d" or _extends(ch)
+    return before == "\u200d" or unicodedata.combining(before) == _VIRAMA or _extends(ch)
 
 
 def _cluster(text: str, pos: int) -> tuple[int, int] | None:
@@ -172,8 +173,8 @@ def cut_prefix(text: str, limit: int) -> str:
 def cut_text(text: str, limit_chars: int, *, mark: str = "…") -> str:
     """``text`` when it has at most ``limit_chars`` characters, else its prefix up to
     :func:`cut_index` of ``limit_chars - len(mark)`` followed by ``mark``: at most
-    ``limit_chars`` characters unless a unit opens the text and is longer (then that unit
-    whole, then ``mark``).  Never splits a marker, handle, digest, URL, surrogate pair or
+    ``max(limit_chars, len(mark))`` characters (a cut text always ends with ``mark``) unless
+    a unit opens the text and is longer (then that unit whole, then ``mark``).  Never splits a marker, handle, digest, URL, surrogate pair or
     combining sequence."""
     if len(text) <= limit_chars:
         return text
