@@ -5,15 +5,24 @@ markers, handles, digests, URLs, surrogate pairs and combining sequences stay wh
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import real_data_dir, real_data_problem, real_params
+from contextledger import textcut
 from contextledger.assembly.last_resort import cut_text as cut_tokens
 from contextledger.assembly.render import compact_arguments, pending_call_text
 from contextledger.compaction.text import cap_text
+from contextledger.ledger import Ledger
 from contextledger.memory.extractors.textutil import cap
+from contextledger.providers.registry import PROVIDERS
 from contextledger.records.enums import ToolCallStatus
 from contextledger.records.models import ToolCall
 from contextledger.textcut import MARKER, cut_index, cut_prefix, cut_text, safe_point, unit_at
@@ -177,3 +186,70 @@ def test_the_last_resort_cut_keeps_markers_whole() -> None:
     assert marker.endswith(" tokens omitted; full text in the ledger (artifact a1) ") and head and tail
     for part in (head, tail):
         assert MARKER.sub("", part) == "", part
+
+
+# ------------------------------------------------------------------ real transcripts
+
+# the grammar of the markers whose parts a cut used to split (independent of textcut's own)
+_STRICT = {
+    "[artifact ": re.compile(r"\[artifact a[1-9]\d*, [\d,]+ bytes(?:, sha256:[0-9a-f]{12})?\]"),
+    "[… ": re.compile(r"\[… (?:[\d,]+ lines \([\d,]+ tokens\)|(?:≈[\d,]+ \(±[\d,]+\)|[\d,]+) tokens) omitted; full text in the ledger(?: \((?:artifact a[1-9]\d*|message \d+|system prompt)\))? …\]"),
+    "[memory ": re.compile(r"\[memory m[1-9]\d* · [a-z_]+ · observed [0-9T:Z-]+(?: · confidence [\d.]+ [a-z_]+)?\]"),
+    "[stale memory ": re.compile(r"\[stale memory m[1-9]\d* · [^\[\]\n]+\]"),
+}
+_HEAD = re.compile(r"\[(?:" + "|".join(textcut._HEADS) + ")")
+_CHARS = re.compile(r"\[[\d,]+ chars in the ledger\]")
+
+
+def _manifest() -> list[Any]:
+    """Every transcript of the real folder's manifest, or the one parameter that skips
+    (fails in CI) without the folder (:func:`conftest.real_params`)."""
+    if real_data_problem() is not None:
+        return real_params("manifest.json")
+    root = real_data_dir()
+    return [root / e["path"] for e in json.loads((root / "manifest.json").read_text())]
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def broken_markers(text: str) -> list[str]:
+    """The markers of ours in ``text`` that are not whole: each opening head
+    (``[artifact ``, ``[… ``, ``[memory `` …) must start a marker of the grammar."""
+    bad = []
+    for m in _HEAD.finditer(text):
+        strict = next((g for h, g in _STRICT.items() if text.startswith(h, m.start())), None)
+        if text.startswith("[", m.start()) and _CHARS.match(text, m.start()):
+            continue
+        if not (strict or textcut.MARKER).match(text, m.start()):
+            bad.append(text[m.start() : m.start() + 80])
+    return bad
+
+
+def test_the_marker_check_finds_a_cut_marker() -> None:
+    assert broken_markers(ISSUE) == []
+    assert broken_markers(ISSUE[:-10] + "…") == ["[artifact a84, …"]
+    assert broken_markers("x [… 12 tokens omitted; full text in the ledger (artifact a1) …] y") == []
+    assert broken_markers("x [… 12 tokens omitted; full text in the") != []
+
+
+@pytest.mark.parametrize("path", _manifest(), ids=lambda p: str(p.relative_to(real_data_dir())) if isinstance(p, Path) else str(p))
+def test_real_payloads_show_only_whole_markers(tmp_path: Path, path: Path) -> None:
+    led = Ledger.open(home=tmp_path / "home")
+    try:
+        conv = led.import_file(path).conversation_id
+        for budget in (2000, 4000):
+            for provider in PROVIDERS:
+                payload = led.assemble(conv, budget_tokens=budget, provider=provider, persist=False).payload
+                bad = [b for s in _strings(payload) for b in broken_markers(s)]
+                assert not bad, (budget, provider, bad[:5])
+    finally:
+        led.close()
