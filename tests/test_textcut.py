@@ -153,6 +153,9 @@ def test_each_kind_of_unit() -> None:
     assert cut_index(dump, 50) == 50
     assert cut_index("[1, 2, 3, 4]", 5) == 5
     assert cut_index("hello world", 3) == 3
+    zalgo = "x" + "\u0301" * 100  # longer than a combining sequence is: cut like text
+    assert cut_index(zalgo, 50) == 50
+    assert cut_index("ab" + "\u0301" * 20 + " c", 10) == 1
 
 
 # ------------------------------------------------------------------ the places that cut

@@ -68,15 +68,17 @@ _HEADS = (
 MARKER = re.compile(r"\[(?:" + "|".join(_HEADS) + r")[^\[\]\n]*(?:\[[^\[\]\n]*\][^\[\]\n]*)*\]")
 """One of our bracketed markers, whole (the heads our code emits; one nesting level)."""
 
-_UNITS = re.compile(
+_SHORT = re.compile(
     "|".join((
         MARKER.pattern,
         r"(?<![0-9A-Za-z_])[ma][1-9][0-9]*(?![0-9A-Za-z_])",
         r"(?<![0-9A-Za-z_])(?:sha(?:1|256|384|512):)?[0-9a-fA-F]{7,128}(?![0-9A-Za-z_])",
-        rf"(?<![0-9A-Za-z+.-])[A-Za-z][A-Za-z0-9+.-]{{1,15}}://[^\s<>\"'`\[\]]{{1,{MAX_URL_CHARS}}}",
     ))
 )
+"""The units of at most :data:`MAX_MARKER_CHARS` characters: markers, handles, digests."""
+_URL = re.compile(rf"(?<![0-9A-Za-z+.-])[A-Za-z][A-Za-z0-9+.-]{{1,15}}://[^\s<>\"'`\[\]]{{1,{MAX_URL_CHARS}}}")
 _WINDOW = MAX_URL_CHARS + 32
+_SHORT_WINDOW = MAX_MARKER_CHARS + 8
 _VIRAMA = 9  # the canonical combining class of a virama (U+094D …)
 
 
@@ -106,31 +108,52 @@ def _joined(text: str, i: int) -> bool:
 
 def _cluster(text: str, pos: int) -> tuple[int, int] | None:
     """The combining sequence (or surrogate pair) that ``pos`` falls strictly inside, as
-    ``(start, end)``, else ``None``."""
+    ``(start, end)``, else ``None`` (also for a sequence of :data:`MAX_CLUSTER_CHARS` or
+    more characters)."""
     if not 0 < pos < len(text) or not _joined(text, pos):
         return None
     start = pos - 1
-    while start > 0 and pos - start < MAX_CLUSTER_CHARS and _joined(text, start):
+    while start > 0 and _joined(text, start):
+        if pos - start >= MAX_CLUSTER_CHARS:
+            return None  # longer than a combining sequence is: not a unit
         start -= 1
     end = pos + 1
-    while end < len(text) and end - start < MAX_CLUSTER_CHARS and _joined(text, end):
+    while end < len(text) and _joined(text, end):
+        if end - start >= MAX_CLUSTER_CHARS:
+            return None
         end += 1
     return start, end
+
+
+def _widest(pattern: re.Pattern[str], text: str, lo: int, hi: int, pos: int, longest: int) -> tuple[int, int] | None:
+    """The widest match of ``pattern`` in ``text[lo:hi]`` (at most ``longest``
+    characters) with ``start < pos < end``, else ``None``."""
+    best: tuple[int, int] | None = None
+    for m in pattern.finditer(text, lo, hi):
+        if m.start() >= pos:
+            break
+        if pos < m.end() and m.end() - m.start() <= longest and (best is None or m.end() - m.start() > best[1] - best[0]):
+            best = (m.start(), m.end())
+    return best
 
 
 def unit_at(text: str, pos: int) -> tuple[int, int] | None:
     """The widest unit of ``text`` that character position ``pos`` falls strictly inside
     (``start < pos < end``), as ``(start, end)`` character offsets; ``None`` when a cut at
-    ``pos`` splits no unit.  Looks at most :data:`MAX_URL_CHARS` characters either side."""
+    ``pos`` splits no unit.  No unit spans a line break and none is longer than
+    :data:`MAX_URL_CHARS` (a URL has no blank either), so only the line around ``pos`` is
+    searched, within that distance: bounded work whatever the text's length."""
     if not 0 < pos < len(text):
         return None
-    lo, hi = max(0, pos - _WINDOW), min(len(text), pos + _WINDOW)
-    best: tuple[int, int] | None = None
-    for m in _UNITS.finditer(text, lo, hi):
-        if m.start() >= pos:
-            break
-        if m.end() > pos and (best is None or m.end() - m.start() > best[1] - best[0]):
-            best = (m.start(), m.end())
+    nl = text.rfind("\n", max(0, pos - _WINDOW), pos)
+    lo = nl + 1 if nl >= 0 else max(0, pos - _WINDOW)
+    nl = text.find("\n", pos, pos + _WINDOW)
+    hi = nl if nl >= 0 else min(len(text), pos + _WINDOW)
+    best = _widest(_SHORT, text, max(lo, pos - _SHORT_WINDOW), min(hi, pos + _SHORT_WINDOW), pos, MAX_MARKER_CHARS)
+    blank = max(text.rfind(" ", lo, pos), text.rfind("\t", lo, pos))
+    url = _widest(_URL, text, max(lo, blank + 1), hi, pos, _WINDOW)
+    if url is not None and (best is None or url[1] - url[0] > best[1] - best[0]):
+        best = url
     cluster = _cluster(text, pos)
     if cluster is None:
         return best
