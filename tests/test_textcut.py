@@ -70,7 +70,7 @@ def _texts(draw: st.DrawFn) -> tuple[str, list[tuple[int, int]]]:
         filler = draw(_FILLER)
         if draw(st.booleans()) or not out:
             unit = draw(_UNITS)
-            piece = filler + (" " if filler else "")
+            piece = filler + (" " if filler or out else "")  # set off from what precedes
             spans.append((pos + len(piece), pos + len(piece) + len(unit)))
             piece += unit + " "
         else:
@@ -230,7 +230,7 @@ def broken_markers(text: str) -> list[str]:
     bad = []
     for m in _HEAD.finditer(text):
         strict = next((g for h, g in _STRICT.items() if text.startswith(h, m.start())), None)
-        if text.startswith("[", m.start()) and _CHARS.match(text, m.start()):
+        if _CHARS.match(text, m.start()):
             continue
         if not (strict or textcut.MARKER).match(text, m.start()):
             bad.append(text[m.start() : m.start() + 80])
