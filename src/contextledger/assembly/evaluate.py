@@ -52,6 +52,7 @@ from contextledger.records.models import (
     ToolMemory,
 )
 from contextledger.store.base import LineageSegment, SubjectEntry
+from contextledger.textcut import cut_prefix
 
 if TYPE_CHECKING:
     from contextledger.assembly.units import Unit
@@ -525,7 +526,7 @@ class Evaluator:
                 outcome = ""
                 if mem.status.value == "failed":
                     lines = [ln.strip() for ln in mem.summary.strip().splitlines()[:2] if ln.strip()]
-                    outcome = " " + " — ".join([tight_summary(lines[0]), *lines[1:]])[:240] if lines else ""
+                    outcome = " " + cut_prefix(" — ".join([tight_summary(lines[0]), *lines[1:]]), 240) if lines else ""
                 # the successor is named only when the viewer sees it in this request
                 succ_id = self.lineage.successor(mem)
                 succ = self.lineage.handle(succ_id) if succ_id is not None else None

@@ -19,7 +19,8 @@ from contextledger.handles import artifact_handle
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import OmissionReason, Shape
 from contextledger.records.parts import Part, TextPart, ToolResultPart
-from contextledger.tokens import split_point
+from contextledger.textcut import safe_point
+from contextledger.tokens import pretoken_boundary, split_point
 
 if TYPE_CHECKING:
     from contextledger.assembly.drop_order import DropState
@@ -96,8 +97,9 @@ def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str
     The omitted count is that of the left-out text itself: the whole text's count less
     the kept head's and tail's, exact when the cuts fall on pre-token boundaries (a line
     break or a space after a word: :func:`~contextledger.tokens.pretoken_boundary`),
-    else written ``≈N (±k)`` with ``k`` the most it can be off.  Only windows of the
-    head and tail are tokenised; the whole text is counted once (cached)."""
+    else written ``≈N (±k)`` with ``k`` the most it can be off.  Neither cut falls inside
+    a marker, handle, digest, URL or combining sequence (:func:`_snap`).  Only windows of
+    the head and tail are tokenised; the whole text is counted once (cached)."""
     total = tok.count(text)
     if total <= max_tokens:
         return text
@@ -106,6 +108,8 @@ def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str
     tail_at = tok.suffix_start(text, max_tokens // 3) if max_tokens >= 3 else len(text)
     tail_at = max(tail_at, p)
     q, q_exact = split_point(text, tail_at, tail_at + (len(text) - tail_at) // 2, last=False)
+    (p, p_exact), (q, q_exact) = _snap(text, p, p_exact), _snap(text, q, q_exact, forward=True)
+    q = max(p, q)
     head, tail = text[:p], text[q:]
     omitted = total - tok.count(head) - tok.count(tail)
     slack = tok.count_slack(text) + (not p_exact) + (not q_exact)
@@ -113,6 +117,14 @@ def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str
     where = f" ({ref})" if ref else ""
     shown = head[:-1] if head.endswith("\n") else head
     return f"{shown}\n[… {amount} tokens omitted; full text in the ledger{where} …]\n{tail}"
+
+
+def _snap(text: str, pos: int, exact: bool, *, forward: bool = False) -> tuple[int, bool]:
+    """``(pos, exact)`` moved out of the unit it falls inside
+    (:func:`~contextledger.textcut.safe_point`: the head's end before the unit, the
+    tail's start after it), with whether the new point is a pre-token boundary."""
+    safe = safe_point(text, pos, forward=forward)
+    return (pos, exact) if safe == pos else (safe, pretoken_boundary(text, safe))
 
 
 _ERROR_LINE = re.compile(r"error|fail|exception|traceback|panic|fatal|denied|not found|assert", re.I)

@@ -28,6 +28,7 @@ from contextledger.records.parts import (
     ToolCallPart,
     ToolResultPart,
 )
+from contextledger.textcut import cut_index
 
 __all__ = [
     "DATA_BANNER",
@@ -61,8 +62,10 @@ def pending_call_text(call: ToolCall) -> str:
     """Recovery state for a call awaiting its result (never an invented result), e.g.
     ``[awaiting approval, no result yet: call_7 deploy({"env":"prod"})]`` (seed 000
     §4.5: an unresolved call stays visible, with its id, tool and arguments; arguments
-    above 160 characters are cut with ``…``)."""
-    args = call.arguments_json if len(call.arguments_json) <= 160 else call.arguments_json[:160] + "…"
+    above 160 characters are cut with ``…``, never inside a marker, handle, digest or URL:
+    :func:`~contextledger.textcut.cut_index`)."""
+    raw = call.arguments_json
+    args = raw if len(raw) <= 160 else raw[: cut_index(raw, 160)] + "…"
     state = "awaiting approval" if call.status.value == "awaiting_approval" else "pending"
     return f"[{state}, no result yet: {call.call_id} {call.tool_name}({args})]"
 
@@ -95,11 +98,11 @@ def compact_arguments(arguments_json: str, max_value_chars: int = 160) -> str:
     if not isinstance(value, dict):
         if len(arguments_json) <= max_value_chars:
             return arguments_json
-        return json.dumps({"_raw": arguments_json[:max_value_chars] + f"… [{len(arguments_json) - max_value_chars:,} chars in the ledger]"}, ensure_ascii=False)
+        return json.dumps({"_raw": _cut_value(arguments_json, max_value_chars)}, ensure_ascii=False)
 
     def cut(v: object) -> object:
         if isinstance(v, str) and len(v) > max_value_chars:
-            return v[:max_value_chars] + f"… [{len(v) - max_value_chars:,} chars in the ledger]"
+            return _cut_value(v, max_value_chars)
         if isinstance(v, dict):
             return {k: cut(x) for k, x in v.items()}
         if isinstance(v, list):
@@ -108,6 +111,14 @@ def compact_arguments(arguments_json: str, max_value_chars: int = 160) -> str:
 
     out = json.dumps(cut(value), ensure_ascii=False, separators=(",", ":"))
     return out if len(out) < len(arguments_json) else arguments_json
+
+
+def _cut_value(value: str, limit: int) -> str:
+    """``value`` cut at a safe point at most ``limit`` characters in
+    (:func:`~contextledger.textcut.cut_index`), then ``… [N chars in the ledger]`` naming
+    how many characters were left out."""
+    i = cut_index(value, limit)
+    return value[:i] + f"… [{len(value) - i:,} chars in the ledger]"
 
 
 def assistant_turn(msg: Message, calls: list[ToolCall], extra_text: list[str], name: str | None, *, compact: bool = False) -> WireMessage:
@@ -131,7 +142,7 @@ def observation_text(call: ToolCall, body: str) -> str:
         action = str(loads_json(call.arguments_json).get("action", ""))
     except (ValueError, AttributeError):
         action = ""
-    head = f"Observation of `{action[:200]}`" if action else "Observation"
+    head = f"Observation of `{action[: cut_index(action, 200)]}`" if action else "Observation"
     return f"{head}:\n{body}"
 
 

@@ -50,6 +50,7 @@ from contextledger.retrieval.model import RetrievalQuery
 from contextledger.retrieval.query import request_query
 from contextledger.retrieval.routes import Route, RouteContext
 from contextledger.store.base import LineageSegment
+from contextledger.textcut import cut_prefix
 
 if TYPE_CHECKING:
     from contextledger.assembly.evaluate import Evaluator
@@ -160,7 +161,7 @@ class RetrievalRouter:
         current, task = (users[-1], users[0]) if users else (None, None)
         task_text = ""
         if task is not None and current is not None and task.id != current.id:
-            task_text = " ".join(p.text for p in task.parts if p.kind == "text" and p.text)[:TASK_STATE_CHARS]
+            task_text = cut_prefix(" ".join(p.text for p in task.parts if p.kind == "text" and p.text), TASK_STATE_CHARS)
         unresolved = sorted((c for c in calls if c.status in _UNRESOLVED), key=lambda c: (c.seq, c.call_index))[-UNRESOLVED_IN_QUERY:]
         q = request_query(current, task_state=task_text, unresolved=unresolved)
         if not (q.text.strip() or q.context.strip()):
@@ -275,6 +276,6 @@ def message_lines(messages: Sequence[Message], ev: Evaluator, tok: Tokenizer) ->
         text = " ".join(p.text for p in msg.parts if p.kind == "text" and p.text).strip()
         if not text:
             continue
-        line = f"- {msg.role.value}, turn {msg.seq}: {text[:MESSAGE_LINE_CHARS]}"
+        line = f"- {msg.role.value}, turn {msg.seq}: {cut_prefix(text, MESSAGE_LINE_CHARS)}"
         lines.append(Piece(unit=None, messages=[], cost=tok.count(line) + 2, bucket="retrieval", shape=Shape.EXTRACT if len(text) > MESSAGE_LINE_CHARS else Shape.RAW, order=(msg.seq, 2), extra_refs=(msg.id,), line=line))
     return lines

@@ -46,6 +46,7 @@ from contextledger.records.models import Message
 from contextledger.records.parts import TextPart
 from contextledger.store import schema as S
 from contextledger.store.base import Scope
+from contextledger.textcut import cut_index
 
 if TYPE_CHECKING:
     from contextledger.runtime import HasRuntime
@@ -173,7 +174,7 @@ def add_prose(document: Mapping[str, Any], summarizer: HandoffSummarizer) -> dic
     out.pop("prose", None)
     cleaned = text.strip() if isinstance(text, str) else ""
     if cleaned:
-        out["prose"] = cleaned[:MAX_PROSE_CHARS]
+        out["prose"] = cleaned[: cut_index(cleaned, MAX_PROSE_CHARS)]
     return out
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from contextledger.policy.constraints import split_sentences
 from contextledger.records.parts import TextPart
+from contextledger.textcut import cut_index
 
 if TYPE_CHECKING:
     from contextledger.records.models import Message
@@ -15,9 +16,10 @@ __all__ = ["cap_text", "message_text", "one_line", "prose_text"]
 
 
 def cap_text(text: str, limit: int) -> str:
-    """``text`` stripped, at most ``limit`` characters; a cut ends with ``"…"``."""
+    """``text`` stripped, at most ``limit`` characters; a cut ends with ``"…"`` and falls
+    at a safe point (:func:`~contextledger.textcut.cut_index`)."""
     text = text.strip()
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+    return text if len(text) <= limit else text[: cut_index(text, max(0, limit - 1))] + "…"
 
 
 def message_text(msg: Message) -> str:

@@ -11,6 +11,7 @@ from contextledger.compaction.sections.common import is_user_chat, shareable_mes
 from contextledger.compaction.text import cap_text, message_text
 from contextledger.ingest.preambles import user_text
 from contextledger.records.models import Message
+from contextledger.textcut import cut_index
 
 __all__ = [
     "MAX_GOAL_CHARS",
@@ -54,7 +55,7 @@ def user_goal(messages: Sequence[Message], covered_ids: frozenset[str]) -> dict[
     first, text = users[0]
     later = [(m, t) for m, t in users[1:] if m.id in covered_ids][-MAX_LATER_REQUESTS:]
     return {
-        "text": text if len(text) <= MAX_GOAL_CHARS else text[: MAX_GOAL_CHARS - 1] + "…",
+        "text": text if len(text) <= MAX_GOAL_CHARS else text[: cut_index(text, MAX_GOAL_CHARS - 1)] + "…",
         "message_id": first.id,
         "truncated": len(text) > MAX_GOAL_CHARS,
         "later_requests": [

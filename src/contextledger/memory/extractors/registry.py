@@ -34,6 +34,7 @@ from contextledger.memory.extractors.shell_writes import describe_writes
 from contextledger.memory.extractors.subagent_report import SubagentReportExtractor
 from contextledger.memory.extractors.test_run import TestRunExtractor
 from contextledger.memory.extractors.textutil import cap, normalise_path
+from contextledger.textcut import cut_prefix
 from contextledger.tokens import get_tokenizer
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class ExtractorRegistry:
         summary = "\n".join(lines)
         tokenizer = get_tokenizer()
         if tokenizer.count(summary) > self.max_summary_tokens:
-            summary = tokenizer.truncate(summary, self.max_summary_tokens - 1).rstrip() + "…"
+            summary = cut_prefix(summary, len(tokenizer.truncate(summary, self.max_summary_tokens - 1))).rstrip() + "…"
         if summary == extraction.summary:
             return extraction
         return dataclasses.replace(extraction, summary=summary)

@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from contextledger.errors import InputError
 from contextledger.memory.extractors.base import Extraction, ToolInput
 from contextledger.records.enums import ConfidenceBasis
+from contextledger.textcut import cut_index
 
 __all__ = ["AsyncSummarizer", "ScriptedSummarizer", "Summarizer", "apply_summarizer"]
 
@@ -52,7 +53,7 @@ def apply_summarizer(extraction: Extraction, text: str) -> Extraction:
     if not cleaned:
         return extraction
     payload = dict(extraction.payload)
-    payload["model_summary"] = cleaned[:MODEL_SUMMARY_CHARS]
+    payload["model_summary"] = cleaned[: cut_index(cleaned, MODEL_SUMMARY_CHARS)]
     payload["model_summary_basis"] = ConfidenceBasis.MODEL_WRITTEN.value
     return dataclasses.replace(extraction, payload=payload)
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from contextledger.limits import loads_json
+from contextledger.textcut import cut_index
 
 __all__ = [
     "LINE_CAP_CHARS",
@@ -199,9 +200,12 @@ def nonempty(lines: list[str]) -> list[str]:
 
 
 def cap(text: str, limit: int = LINE_CAP_CHARS) -> str:
-    """``text`` with at most ``limit`` characters; a cut is marked with ``"…"``."""
+    """``text`` (carriage returns dropped) with at most ``limit`` characters; a cut is
+    marked with ``"…"`` and falls at a safe point (:func:`~contextledger.textcut.cut_index`:
+    never inside a marker, handle, digest, URL or combining sequence — a unit that opens
+    the text and is longer than ``limit`` is kept whole)."""
     text = text.replace("\r", "")
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+    return text if len(text) <= limit else text[: cut_index(text, max(0, limit - 1))] + "…"
 
 
 def fmt_int(value: int) -> str:
