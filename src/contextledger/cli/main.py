@@ -30,6 +30,7 @@ from contextledger.cli.common import (
     rich_err_console,
     state,
     usage_error,
+    warn_if_now_before_newest,
 )
 from contextledger.errors import ContextLedgerError, InputError
 from contextledger.store.base import Scope
@@ -170,7 +171,9 @@ def assemble_cmd(
             from contextledger.policy.loader import load_policy
 
             pol = load_policy(policy)
-        res = state.ledger().assemble(conversation, branch_id=branch, participant_id=participant, provider=provider, budget_tokens=budget, now=parse_now(now), policy=pol, trace=trace, scope=_scope())
+        at = parse_now(now)
+        warn_if_now_before_newest(state.ledger(), _scope(), conversation, at)
+        res = state.ledger().assemble(conversation, branch_id=branch, participant_id=participant, provider=provider, budget_tokens=budget, now=at, policy=pol, trace=trace, scope=_scope())
     data = res.as_dict()
     if out is not None:
         import json
