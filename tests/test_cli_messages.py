@@ -5,6 +5,10 @@ its OS cause, ``policy validate`` lists every error on its own line."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from contextledger.cli.common import EXIT_INPUT
 from contextledger.cli.main import app
 
 DATA = Path(__file__).parent / "data"
@@ -91,3 +96,62 @@ def test_a_stray_invalid_byte_is_noted_once_in_every_format(tmp_path: Path, fmt:
     res = runner.invoke(app, ["--home", str(tmp_path / "h2"), "import", str(path)])
     assert res.exit_code == 0 and res.stderr == "", res.output
     assert res.stdout.count(note) == 1 and f"  note: {note}\n" in res.stdout
+
+
+def _without_root_bypass() -> list[str]:
+    """A command prefix under which file permissions hold: none for an ordinary user; for
+    root, ``setpriv`` without the capabilities that bypass them (skips when refused)."""
+    if os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    if shutil.which("setpriv") is None or subprocess.run([*prefix, "true"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("running as root and setpriv cannot drop the permission-bypass capabilities")
+    return prefix
+
+
+def test_a_path_that_cannot_be_opened_names_the_os_cause(tmp_path: Path) -> None:
+    good = (DATA / "airline_chat.json").read_bytes()
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "gone.json")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    cases = {
+        "dir": "is a folder (Is a directory); give a transcript file",
+        "dangling.json": f"dangling symlink to {tmp_path / 'gone.json'} (No such file or directory)",
+        "loop": "symlink loop (Too many levels of symbolic links)",
+        "missing.json": "no such file",
+    }
+    for name, reason in cases.items():
+        res = runner.invoke(app, ["--home", str(tmp_path / "h"), "import", str(tmp_path / name)])
+        assert res.exit_code == EXIT_INPUT and res.stdout == "" and res.stderr == f"error: {tmp_path / name}: {reason}\n", res.output
+    res = runner.invoke(app, ["--home", str(tmp_path / "h"), "import", str(tmp_path / "loop"), "--json"])
+    assert res.exit_code == EXIT_INPUT and res.stdout == ""
+    assert json.loads(res.stderr) == {"error": "ImportFormatError", "message": f"{tmp_path / 'loop'}: {cases['loop']}",
+                                      "exit_code": EXIT_INPUT, "path": str(tmp_path / "loop")}
+    for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        wide = tmp_path / f"{codec}.json"
+        wide.write_bytes(bom + good.decode("utf-8").encode(codec))
+        res = runner.invoke(app, ["--home", str(tmp_path / "h16"), "import", str(wide), "--json"])
+        assert res.exit_code == 0 and json.loads(res.stdout)[0]["format"] == "openai-chat", res.output
+
+    closed, unreadable, policy = tmp_path / "closed", tmp_path / "unreadable.json", tmp_path / "p.toml"
+    closed.mkdir()
+    (closed / "chat.json").write_bytes(good)
+    unreadable.write_bytes(good)
+    policy.write_text("[budget]\n")
+    for p in (closed, unreadable, policy):
+        p.chmod(0)
+    cli = [*_without_root_bypass(), sys.executable, "-m", "contextledger.cli.main"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    runs = {
+        "import-file": ([*cli, "--home", str(tmp_path / "h"), "import", str(unreadable)], f"error: {unreadable}: cannot read file: Permission denied\n"),
+        "import-folder": ([*cli, "--home", str(tmp_path / "h"), "import", str(closed / "chat.json")],
+                          f"error: {closed / 'chat.json'}: a folder on its path cannot be searched (Permission denied)\n"),
+        "policy": ([*cli, "policy", "validate", str(policy)], f"error: {policy}: cannot read policy file: Permission denied\n"),
+    }
+    try:
+        for what, (argv, expected) in runs.items():
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, check=False)
+            assert (done.returncode, done.stdout, done.stderr) == (EXIT_INPUT, "", expected), what
+    finally:
+        closed.chmod(0o700)

@@ -22,7 +22,7 @@ def _load(path: Path | None):  # type: ignore[no-untyped-def]
 
 @app.command("show")
 def show(
-    path: Annotated[Path | None, typer.Argument(help="Policy file (default: the bundled policy).")] = None,
+    path: Annotated[Path | None, typer.Argument(help="Policy file (default: the bundled policy).", readable=False)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print a policy with its computed version."""
@@ -37,7 +37,7 @@ def show(
 
 
 @app.command("validate")
-def validate(path: Annotated[Path, typer.Argument(help="Policy file to check.")], as_json: JsonOpt = False) -> None:
+def validate(path: Annotated[Path, typer.Argument(help="Policy file to check.", readable=False)], as_json: JsonOpt = False) -> None:
     """Check a policy file; errors name the key path (e.g. budget.buckets.recent_tail)."""
     with fail_cleanly(as_json):
         pol = _load(path)
@@ -49,8 +49,8 @@ def validate(path: Annotated[Path, typer.Argument(help="Policy file to check.")]
 
 @app.command("diff")
 def diff(
-    a: Annotated[Path, typer.Argument(help="First policy file.")],
-    b: Annotated[Path, typer.Argument(help="Second policy file.")],
+    a: Annotated[Path, typer.Argument(help="First policy file.", readable=False)],
+    b: Annotated[Path, typer.Argument(help="Second policy file.", readable=False)],
     as_json: JsonOpt = False,
 ) -> None:
     """List the keys whose values differ between two policies."""
