@@ -155,3 +155,31 @@ def test_a_path_that_cannot_be_opened_names_the_os_cause(tmp_path: Path) -> None
             assert (done.returncode, done.stdout, done.stderr) == (EXIT_INPUT, "", expected), what
     finally:
         closed.chmod(0o700)
+
+
+def test_policy_validate_lists_every_error_on_its_own_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[budget.buckets]\nrecent_tail = 1.5\n[budget]\nbukets = 1\ndefault_budget_tokens = "x"\n')
+    errors = [
+        ("budget.default_budget_tokens", "expected an integer, got str 'x'"),
+        ("budget.buckets.recent_tail", "must be between 0 and 1, got 1.5"),
+        ("budget.bukets", "unknown key"),
+    ]
+    res = runner.invoke(app, ["policy", "validate", str(bad)])
+    assert res.exit_code == 5 and res.stdout == ""
+    assert res.stderr.splitlines() == [f"error: {bad}: {key}: {reason}" for key, reason in errors]
+    res = runner.invoke(app, ["policy", "validate", str(bad), "--json"])
+    assert res.exit_code == 5 and res.stdout == ""
+    assert [json.loads(line) for line in res.stderr.splitlines()] == [
+        {"error": "PolicyError", "message": f"{bad}: {key}: {reason}", "exit_code": 5, "key_path": key} for key, reason in errors
+    ]
+    one = tmp_path / "one.toml"
+    one.write_text("[budget.buckets]\nrecent_tail = 1.5\n")
+    res = runner.invoke(app, ["policy", "validate", str(one), "--json"])
+    assert res.exit_code == 5 and json.loads(res.stderr)["key_path"] == "budget.buckets.recent_tail"
+    from contextledger.errors import PolicyError
+    from contextledger.policy.loader import load_policy
+
+    with pytest.raises(PolicyError) as info:  # the library error keeps all of them, the first as its key path
+        load_policy(bad)
+    assert info.value.key_path == errors[0][0] and info.value.problems == tuple(errors)

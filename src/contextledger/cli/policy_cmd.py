@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from contextledger.cli.common import console, emit_json, fail_cleanly
+from contextledger.cli.common import console, emit_error, emit_json, fail_cleanly
 
 app = typer.Typer(rich_markup_mode=None, help="Show, validate and compare assembly policies (TOML).", no_args_is_help=True)
 
@@ -38,9 +38,18 @@ def show(
 
 @app.command("validate")
 def validate(path: Annotated[Path, typer.Argument(help="Policy file to check.", readable=False)], as_json: JsonOpt = False) -> None:
-    """Check a policy file; errors name the key path (e.g. budget.buckets.recent_tail)."""
+    """Check a policy file; every error on its own line, naming its key path (e.g.
+    budget.buckets.recent_tail)."""
+    from contextledger.errors import PolicyError
+
     with fail_cleanly(as_json):
-        pol = _load(path)
+        try:
+            pol = _load(path)
+        except PolicyError as exc:
+            if not exc.problems:
+                raise
+            codes = [emit_error(PolicyError(reason, key, exc.source), as_json, key_path=key) for key, reason in exc.problems]
+            raise typer.Exit(max(codes)) from None
     if as_json:
         emit_json({"valid": True, "version": pol.version})
     else:
