@@ -183,3 +183,12 @@ def test_policy_validate_lists_every_error_on_its_own_line(tmp_path: Path) -> No
     with pytest.raises(PolicyError) as info:  # the library error keeps all of them, the first as its key path
         load_policy(bad)
     assert info.value.key_path == errors[0][0] and info.value.problems == tuple(errors)
+
+
+def test_bench_real_rejects_a_malformed_budget_list_before_looking_for_the_manifest(tmp_path: Path) -> None:
+    none, out = tmp_path / "no-data", tmp_path / "out"
+    res = runner.invoke(app, ["bench", "real", "--data", str(none), "--budgets", "4k", "--out", str(out)])
+    assert (res.exit_code, res.stdout, res.stderr) == (EXIT_INPUT, "", "error: --budgets: expected comma-separated whole numbers, got '4k'\n")
+    res = runner.invoke(app, ["bench", "real", "--data", str(none), "--budgets", "4000", "--out", str(out)])
+    assert res.exit_code == 4 and res.stderr == f"error: no such file or directory: {none / 'manifest.json'}\n"
+    assert not out.exists()
