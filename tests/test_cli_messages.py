@@ -192,3 +192,47 @@ def test_bench_real_rejects_a_malformed_budget_list_before_looking_for_the_manif
     res = runner.invoke(app, ["bench", "real", "--data", str(none), "--budgets", "4000", "--out", str(out)])
     assert res.exit_code == 4 and res.stderr == f"error: no such file or directory: {none / 'manifest.json'}\n"
     assert not out.exists()
+
+
+def test_a_ledger_without_write_permission_is_readable(tmp_path: Path) -> None:
+    """Ledger file and folder mode 0555 (permissions, not a read-only mount): listing,
+    rehydrating, ``gc --dry-run`` and the inspector all read it; an import says why not."""
+    import hashlib
+    import urllib.request
+
+    from contextledger.ledger import Ledger
+
+    home = tmp_path / "home"
+    conv = _imported(home)
+    led = Ledger.open(home=home)
+    art = max(led.store.artifacts(led.scope(), conv), key=lambda a: a.size_bytes)
+    led.close()
+    for p in [home, *home.rglob("*")]:
+        p.chmod(0o555)
+    cli = [*_without_root_bypass(), sys.executable, "-m", "contextledger.cli.main", "--home", str(home)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([*cli, *args], capture_output=True, env=env, timeout=300, check=False)
+
+    try:
+        listed = run("conversations", "--json")
+        assert listed.returncode == 0 and [c["conversation_id"] for c in json.loads(listed.stdout)] == [conv], listed.stderr
+        raw = run("rehydrate", art.id)
+        assert raw.returncode == 0 and "sha256:" + hashlib.sha256(raw.stdout).hexdigest() == art.sha256, raw.stderr
+        gc = run("gc", "--dry-run")
+        assert gc.returncode == 0 and gc.stdout.startswith(b"would delete: 0 unreferenced blobs"), gc.stderr
+        write = run("import", str(DATA / "airline_chat.json"))
+        assert write.returncode == 4 and write.stderr.startswith(b"error: ") and b"Traceback" not in write.stderr
+        server = subprocess.Popen([*cli, "inspect", "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        try:
+            assert server.stdout is not None
+            base = json.loads(b"".join(iter(server.stdout.readline, b"}\n")) + b"}")["base_url"]
+            with urllib.request.urlopen(f"{base}/api/conversations", timeout=60) as resp:
+                assert [c["id"] for c in json.loads(resp.read())] == [conv]
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    finally:
+        for p in [home, *home.rglob("*")]:
+            p.chmod(0o755)
