@@ -224,7 +224,7 @@ def test_a_ledger_without_write_permission_is_readable(tmp_path: Path) -> None:
         assert gc.returncode == 0 and gc.stdout.startswith(b"would delete: 0 unreferenced blobs"), gc.stderr
         write = run("import", str(DATA / "airline_chat.json"))
         assert write.returncode == 4 and write.stderr.startswith(b"error: ") and b"Traceback" not in write.stderr
-        server = subprocess.Popen([*cli, "inspect", "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        server = subprocess.Popen([*cli, "inspect", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         try:
             assert server.stdout is not None
             base = json.loads(b"".join(iter(server.stdout.readline, b"}\n")) + b"}")["base_url"]
@@ -232,7 +232,8 @@ def test_a_ledger_without_write_permission_is_readable(tmp_path: Path) -> None:
                 assert [c["id"] for c in json.loads(resp.read())] == [conv]
         finally:
             server.terminate()
-            server.wait(timeout=60)
+            _, err = server.communicate(timeout=60)
+        assert b"INFO" not in err, err  # no library log lines (the MCP session manager's)
     finally:
         for p in [home, *home.rglob("*")]:
             p.chmod(0o755)
