@@ -19,7 +19,7 @@ try:
     from openai import OpenAI
 
     from contextledger import Ledger
-    from contextledger.server import create_app
+    from contextledger.server.app import create_app  # imports the server extra here
     from contextledger.server.local import serve_in_thread
     from contextledger.server.scripted import ScriptedUpstream
     from contextledger.server.settings import ServerSettings

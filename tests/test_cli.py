@@ -41,9 +41,10 @@ def test_import_assemble_explain_rehydrate_json(tmp_path: Path) -> None:
     assert row["conversation_id"] == imp["conversation_id"] and row["tool_calls"] == imp["tool_calls"]
 
     out_file = tmp_path / "asm.json"
-    code, out = cli(tmp_path, "assemble", imp["conversation_id"], "--provider", "anthropic", "--budget", "3000", "--now", "2024-05-15T12:00:00Z", "--json", "--out", str(out_file), "--trace")
-    assert code == 0, out
-    data = json.loads(out)
+    res = runner.invoke(app, ["--home", str(tmp_path), "assemble", imp["conversation_id"], "--provider", "anthropic", "--budget", "3000", "--now", "2024-05-15T12:00:00Z", "--json", "--out", str(out_file), "--trace"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)  # stderr: --now is before the import (the messages carry no times of their own)
+    assert res.stderr.startswith("warning: --now 2024-05-15T12:00:00+00:00 is earlier than the conversation's newest message (")
     assert json.loads(out_file.read_text()) == data
     for key in ("assembly_id", "policy_version", "assembler_version", "replay_tokens", "assembled_tokens", "selected", "omitted", "timings_ms", "payload"):
         assert key in data

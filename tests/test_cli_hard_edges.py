@@ -107,7 +107,7 @@ def test_os_errors_name_their_cause(tmp_path: Path) -> None:
     assert os_error_cause(info.value) == "symlink loop"
     assert describe_os_error(info.value) == f"symlink loop (Too many levels of symbolic links): {loop}"
     res = runner.invoke(app, ["--home", str(tmp_path / "h"), "import", str(loop)])
-    assert res.exit_code == EXIT_INPUT and res.output.replace("\n", "") == f"error: {loop}: symlink loop"
+    assert res.exit_code == EXIT_INPUT and res.output.replace("\n", "") == f"error: {loop}: symlink loop (Too many levels of symbolic links)"
     missing = tmp_path / "missing.json"
     res = runner.invoke(app, ["--home", str(tmp_path / "h"), "import", str(missing)])
     assert res.exit_code == EXIT_INPUT and res.output.replace("\n", "") == f"error: {missing}: no such file"

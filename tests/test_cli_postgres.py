@@ -45,7 +45,7 @@ def run(db: str, home: Path, path: Path) -> dict[str, Any]:
     cid = json.loads(res.output)[0]["conversation_id"]
     res = runner.invoke(app, ["--db", db, "--home", str(home), "assemble", cid, "--provider", "anthropic", "--budget", "8000", "--now", "2026-03-01T00:00:00Z", "--json"])
     assert res.exit_code == 0, res.output
-    return dict(json.loads(res.output))
+    return dict(json.loads(res.stdout))
 
 
 def test_postgresql_and_sqlite_give_the_same_assembly(pg_url: str, tmp_path: Path) -> None:

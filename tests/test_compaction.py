@@ -524,7 +524,7 @@ def test_cli_compact_prints_json(tmp_path: Path) -> None:
         s = record_session(ledger)
         result = CliRunner().invoke(compact_app, [s.conv_id, "--keep", "3", "--now", "2026-03-01T12:00:00Z", "--json"])
         assert result.exit_code == 0, result.output
-        out = json.loads(result.output)
+        out = json.loads(result.stdout)  # stderr: a warning, --now is before the recorded messages
         assert out["covers"]["from_seq"] == 1
         assert out["kept_units"] == 3
         assert [c["text"] for c in out["sections"]["hard_constraints"]] == CONSTRAINTS_1

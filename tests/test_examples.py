@@ -79,6 +79,19 @@ def test_an_example_without_its_extra_says_which_to_install(name: str) -> None:
     assert done.stderr == f"examples/{name} needs the module {module!r}: {hint}\n"
 
 
+@pytest.mark.parametrize(("name", "module"), [
+    ("proxy_openai.py", "fastapi"), ("proxy_openai.py", "uvicorn"), ("proxy_openai.py", "httpx"),
+    ("openai_sdk_loop.py", "uvicorn"), ("openai_sdk_loop.py", "starlette"), ("anthropic_sdk_loop.py", "uvicorn"),
+])
+def test_an_example_without_the_server_extra_names_it(name: str, module: str) -> None:
+    """A module of the ``server`` extra missing (imported by the service or the loopback
+    server, not by the example itself): the same one line, exit 1, no traceback."""
+    code = f"import runpy, sys; sys.modules[{module!r}] = None; runpy.run_path({str(EXAMPLES / name)!r}, run_name='__main__')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"examples/{name} needs the module {module!r}: pip install 'contextledger[server]'\n"
+
+
 def test_the_proxy_example_prints_only_its_result() -> None:
     pytest.importorskip("openai")
     pytest.importorskip("fastapi")

@@ -121,14 +121,15 @@ def _jsonl_with(tmp_path: Path, bad: dict[int, bytes], n: int = 30) -> Path:
 
 
 def test_a_jsonl_transcript_with_one_latin1_byte_imports_with_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """One invalid byte in a UTF-8 text file is decoded as U+FFFD, with one warning line
-    on stderr naming the file, the line and the byte offset."""
+    """One invalid byte in a UTF-8 text file is decoded as U+FFFD, with one note naming
+    the file, the line and the byte offset (in the transcript's notes; nothing on stderr)."""
     path = _jsonl_with(tmp_path, {7: b'{"role": "user", "content": "the caf\xe9 notes"}'})
     offset = path.read_bytes().index(b"\xe9")
     t = parse_file(path)
     assert [m.parts for m in t.messages[7:8]] == [[TextPart(text="the caf\ufffd notes")]]
     assert len(t.messages) == 30
-    assert capsys.readouterr().err == f"warning: {path}: 1 invalid UTF-8 sequence(s) (line 8 byte {offset}) decoded as U+FFFD\n"
+    assert t.notes[0] == f"{path}: 1 invalid UTF-8 sequence(s) (line 8 byte {offset}) decoded as U+FFFD"
+    assert capsys.readouterr().err == ""
 
 
 def test_a_mostly_undecodable_file_is_still_binary(tmp_path: Path) -> None:

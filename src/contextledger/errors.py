@@ -94,11 +94,15 @@ class PolicyError(ContextLedgerError):
 
     Attributes:
         key_path: dotted path of the offending key (``"budget.buckets.recent_tail"``) or ``None``.
+        problems: every invalid value, ``(key path or None, reason)`` each, the first being
+            ``key_path``'s (empty when the error is not about values, e.g. a TOML syntax error).
     """
 
-    def __init__(self, message: str, key_path: str | None = None, source: str | None = None) -> None:
+    def __init__(self, message: str, key_path: str | None = None, source: str | None = None,
+                 problems: tuple[tuple[str | None, str], ...] = ()) -> None:
         self.key_path = key_path
         self.source = source
+        self.problems = problems
         prefix = ""
         if source:
             prefix += f"{source}: "

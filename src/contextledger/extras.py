@@ -16,6 +16,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "fastapi": "pip install 'contextledger[server]'",
     "uvicorn": "pip install 'contextledger[server]'",
     "httpx": "pip install 'contextledger[server]'",
+    "starlette": "pip install 'contextledger[server]'",
     "jinja2": "pip install 'contextledger[server]'",
     "psycopg": "pip install 'contextledger[postgres]'",
     "numpy": "pip install 'contextledger[retrieval]'",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from contextledger.ledger import Ledger
+    from contextledger.store.base import Scope
 
 __all__ = [
     "EXIT_BACKEND",
@@ -60,6 +61,7 @@ __all__ = [
     "rich_err_console",
     "state",
     "usage_error",
+    "warn_if_now_before_newest",
 ]
 
 EXIT_INTERNAL = 1
@@ -360,6 +362,29 @@ def parse_now(value: str | None) -> datetime | None:
     except ValueError:
         raise InputError(f"--now: not an ISO 8601 time: {value!r}") from None
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+NEWEST_WINDOW = 64
+"""How many of a conversation's last messages (by ``seq``) :func:`warn_if_now_before_newest`
+reads for the newest time: a bounded read, whatever the conversation's length."""
+
+
+def warn_if_now_before_newest(ledger: Ledger, scope: Scope, conversation_id: str, now: datetime | None) -> None:
+    """Print one warning line on stderr when ``--now`` (``now``; ``None``: not given) is
+    earlier than the newest ``created_at`` among the conversation's last
+    :data:`NEWEST_WINDOW` messages: the records after it are still included (``--now`` is
+    not a cut-off) and are never stale.  Nothing when the conversation has no messages."""
+    if now is None:
+        return
+    recent = ledger.store.messages(scope, conversation_id, last=NEWEST_WINDOW)
+    newest = max((m.created_at for m in recent), default=None)
+    if newest is None or now >= newest:
+        return
+    err_console.print(
+        f"warning: --now {now.isoformat()} is earlier than the conversation's newest message ({newest.isoformat()}); "
+        "records after it are still included and count as fresh",
+        markup=False, highlight=False, soft_wrap=True,
+    )
 
 
 def _printable(cell: str) -> str:

@@ -11,7 +11,14 @@ from typing import Annotated
 
 import typer
 
-from contextledger.cli.common import console, emit_json, fail_cleanly, parse_now, state
+from contextledger.cli.common import (
+    console,
+    emit_json,
+    fail_cleanly,
+    parse_now,
+    state,
+    warn_if_now_before_newest,
+)
 
 __all__ = ["app", "compact_cmd"]
 
@@ -39,6 +46,7 @@ def compact_cmd(
 
     with fail_cleanly(as_json):
         ledger = state.ledger()
+        warn_if_now_before_newest(ledger, ledger.scope(state.tenant), conversation, parse_now(now))
         result = compact(
             ledger,
             ledger.scope(state.tenant),

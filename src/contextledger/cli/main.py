@@ -30,6 +30,7 @@ from contextledger.cli.common import (
     rich_err_console,
     state,
     usage_error,
+    warn_if_now_before_newest,
 )
 from contextledger.errors import ContextLedgerError, InputError
 from contextledger.store.base import Scope
@@ -70,7 +71,7 @@ def _scope() -> Scope:
 # -- import ---------------------------------------------------------------------------------
 @app.command("import")
 def import_cmd(
-    paths: Annotated[list[Path], typer.Argument(help="Transcript files (OpenAI chat JSON/JSONL, Claude Code JSONL, SWE-agent trajectories).")],
+    paths: Annotated[list[Path], typer.Argument(help="Transcript files (OpenAI chat JSON/JSONL, Claude Code JSONL, SWE-agent trajectories).", readable=False)],
     format: Annotated[str, typer.Option("--format", help="auto, or one of: claude-code, codex-rollout, aider-history, gemini-cli, openai-chat, tau2-bench, swe-agent, openai-responses, anthropic-messages")] = "auto",
     as_json: JsonOpt = False,
 ) -> None:
@@ -158,7 +159,7 @@ def assemble_cmd(
     provider: Annotated[str, typer.Option("--provider", help="openai-chat | anthropic | openai-responses")] = "openai-chat",
     budget: Annotated[int | None, typer.Option("--budget", help="Token budget (default from the policy).")] = None,
     now: Annotated[str | None, typer.Option("--now", help="Evaluation time, ISO 8601 (default: for an imported conversation the time of its newest record, else the current time).")] = None,
-    policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML file (default: bundled).")] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML file (default: bundled).", readable=False)] = None,
     trace: Annotated[bool, typer.Option("--trace", help="Keep and show every candidate's decision chain.")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the JSON result to this file.")] = None,
     as_json: JsonOpt = False,
@@ -170,7 +171,9 @@ def assemble_cmd(
             from contextledger.policy.loader import load_policy
 
             pol = load_policy(policy)
-        res = state.ledger().assemble(conversation, branch_id=branch, participant_id=participant, provider=provider, budget_tokens=budget, now=parse_now(now), policy=pol, trace=trace, scope=_scope())
+        at = parse_now(now)
+        warn_if_now_before_newest(state.ledger(), _scope(), conversation, at)
+        res = state.ledger().assemble(conversation, branch_id=branch, participant_id=participant, provider=provider, budget_tokens=budget, now=at, policy=pol, trace=trace, scope=_scope())
     data = res.as_dict()
     if out is not None:
         import json

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from contextledger.cli.common import console, emit_json, fail_cleanly
+from contextledger.cli.common import console, emit_error, emit_json, fail_cleanly
 
 app = typer.Typer(rich_markup_mode=None, help="Show, validate and compare assembly policies (TOML).", no_args_is_help=True)
 
@@ -22,7 +22,7 @@ def _load(path: Path | None):  # type: ignore[no-untyped-def]
 
 @app.command("show")
 def show(
-    path: Annotated[Path | None, typer.Argument(help="Policy file (default: the bundled policy).")] = None,
+    path: Annotated[Path | None, typer.Argument(help="Policy file (default: the bundled policy).", readable=False)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print a policy with its computed version."""
@@ -37,10 +37,19 @@ def show(
 
 
 @app.command("validate")
-def validate(path: Annotated[Path, typer.Argument(help="Policy file to check.")], as_json: JsonOpt = False) -> None:
-    """Check a policy file; errors name the key path (e.g. budget.buckets.recent_tail)."""
+def validate(path: Annotated[Path, typer.Argument(help="Policy file to check.", readable=False)], as_json: JsonOpt = False) -> None:
+    """Check a policy file; every error on its own line, naming its key path (e.g.
+    budget.buckets.recent_tail)."""
+    from contextledger.errors import PolicyError
+
     with fail_cleanly(as_json):
-        pol = _load(path)
+        try:
+            pol = _load(path)
+        except PolicyError as exc:
+            if not exc.problems:
+                raise
+            codes = [emit_error(PolicyError(reason, key, exc.source), as_json, key_path=key) for key, reason in exc.problems]
+            raise typer.Exit(max(codes)) from None
     if as_json:
         emit_json({"valid": True, "version": pol.version})
     else:
@@ -49,8 +58,8 @@ def validate(path: Annotated[Path, typer.Argument(help="Policy file to check.")]
 
 @app.command("diff")
 def diff(
-    a: Annotated[Path, typer.Argument(help="First policy file.")],
-    b: Annotated[Path, typer.Argument(help="Second policy file.")],
+    a: Annotated[Path, typer.Argument(help="First policy file.", readable=False)],
+    b: Annotated[Path, typer.Argument(help="Second policy file.", readable=False)],
     as_json: JsonOpt = False,
 ) -> None:
     """List the keys whose values differ between two policies."""

@@ -17,6 +17,7 @@ from contextledger.cli.common import (
     parse_now,
     rich_console,
     state,
+    warn_if_now_before_newest,
 )
 
 if TYPE_CHECKING:
@@ -46,10 +47,11 @@ def search_cmd(
     from contextledger.retrieval import SEARCH_ROUTES, search
 
     with fail_cleanly(as_json):
-        ledger = state.ledger()
+        ledger, at = state.ledger(), parse_now(now)
+        warn_if_now_before_newest(ledger, ledger.scope(state.tenant), conversation, at)
         result = search(
             ledger, ledger.scope(state.tenant), conversation, query, branch_id=branch, participant_id=participant,
-            provider=provider, now=parse_now(now), limit=limit, routes=tuple(route) if route else SEARCH_ROUTES,
+            provider=provider, now=at, limit=limit, routes=tuple(route) if route else SEARCH_ROUTES,
         )
     if as_json:
         emit_json(result.to_json())

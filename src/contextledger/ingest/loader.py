@@ -117,13 +117,10 @@ def import_path(source: HasRuntime, path: Path, *, format: str, scope: Scope, tr
 
     try:
         path.stat()
-    except OSError as exc:  # missing, a symlink loop, a folder without permission …
-        from contextledger.errors import os_error_cause
-
-        reason = "no such file" if exc.errno == errno.ENOENT else os_error_cause(exc)
-        raise ImportFormatError(str(path), None, reason) from None
+    except OSError as exc:  # missing, a dangling symlink, a symlink loop, a folder without permission …
+        raise ImportFormatError(str(path), None, unopenable_reason(path, exc)) from None
     if path.is_dir():
-        raise ImportFormatError(str(path), None, "is a folder; give a transcript file")
+        raise ImportFormatError(str(path), None, "is a folder (Is a directory); give a transcript file")
     transcript = parse_file(path, format)
     if not transcript.messages:
         raise ImportFormatError(str(path), None, f"holds no messages ({transcript.format}): nothing to import")
@@ -133,6 +130,28 @@ def import_path(source: HasRuntime, path: Path, *, format: str, scope: Scope, tr
         raise
     except InputError as exc:  # a record the store refuses (a limit): named with its file
         raise ImportFormatError(str(path), None, str(exc)) from None
+
+
+def unopenable_reason(path: Path, exc: OSError) -> str:
+    """Why ``path`` cannot be opened, in one phrase with the system's own words:
+    ``"no such file"``, ``"dangling symlink to /gone (No such file or directory)"``,
+    ``"symlink loop (Too many levels of symbolic links)"``, ``"a folder on its path cannot be
+    searched (Permission denied)"``."""
+    from contextledger.errors import os_error_cause
+
+    own = (exc.strerror or "").strip()
+    if exc.errno == errno.ENOENT:
+        if not path.is_symlink():
+            return "no such file"
+        try:
+            target = str(path.readlink())
+        except OSError:
+            target = "?"
+        return f"dangling symlink to {target} ({own or 'No such file or directory'})"
+    if exc.errno == errno.EACCES:  # stat needs only search permission on the folders
+        return f"a folder on its path cannot be searched ({own or 'Permission denied'})"
+    cause = os_error_cause(exc)
+    return f"{cause} ({own})" if own and own.lower() != cause.lower() else cause
 
 
 def _path_to(leaf: str | None, parent: dict[str, str | None]) -> list[str]:

@@ -160,7 +160,8 @@ def policy_from_mapping(
         key_path, reason = described[0]
         for other_path, other_reason in described[1:]:  # every error, on the one line
             reason += f"; {other_path}: {other_reason}" if other_path else f"; {other_reason}"
-        raise PolicyError(reason, key_path or None, source) from None
+        problems = tuple((path or None, why) for path, why in described)
+        raise PolicyError(reason, key_path or None, source, problems) from None
 
 
 def _describe_error(error: ErrorDetails) -> tuple[str, str]:

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import uvicorn  # at import: a program without the server extra fails on its import line
+
 __all__ = ["serve_in_thread"]
 
 
@@ -19,8 +21,6 @@ __all__ = ["serve_in_thread"]
 def serve_in_thread(app: Any) -> Iterator[str]:
     """Serve ``app`` on ``127.0.0.1:<free port>`` until the block ends; yields the base
     URL (``http://127.0.0.1:<port>``)."""
-    import uvicorn
-
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

@@ -185,4 +185,8 @@ def parse_file(path: Path, format: str = "auto") -> ImportedTranscript:
     else:
         supported = ", ".join(SUPPORTED_FORMATS)
         raise ImportFormatError(str(file_path), None, f"unknown format {format!r}: expected 'auto' or one of {supported}")
-    return _PARSERS[chosen](source, document)
+    transcript = _PARSERS[chosen](source, document)
+    # how the file was read (a stray invalid byte, a Latin-1 fallback) leads the notes of
+    # every format; a parser that already copied them (Aider) keeps one copy
+    transcript.notes[:0] = [n for n in source.notes if n not in transcript.notes]
+    return transcript

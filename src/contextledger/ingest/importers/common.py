@@ -71,7 +71,8 @@ class Source:
         text: the bytes decoded as UTF-8 (a leading byte-order mark removed), or as
             Latin-1 for a text transcript that is not UTF-8 (:data:`LATIN1_FALLBACK`).
         notes: how the file was read when that is not plain UTF-8 (``"byte 40: not valid
-            UTF-8 …; decoded as Latin-1"``); the importer adds them to its notes.
+            UTF-8 …; decoded as Latin-1"``); :func:`~contextledger.ingest.importers.parse_file`
+            puts them first in the transcript's notes, whatever its format.
     """
 
     path: Path
@@ -213,7 +214,7 @@ def _latin1_source(path: Path, data: bytes, exc: UnicodeDecodeError) -> Source:
     """The :class:`Source` of a file that is not UTF-8: decoded as Latin-1 when it is a
     text transcript (:func:`looks_like_aider`), with a note naming the first bad byte;
     else with U+FFFD replacement when its invalid sequences are few
-    (:mod:`~contextledger.ingest.importers.lenient_utf8`, a warning on stderr).
+    (:mod:`~contextledger.ingest.importers.lenient_utf8`, a note naming the places).
 
     Raises:
         ImportFormatError: any other file (location ``"byte N"``, reason ``"binary file:
@@ -225,7 +226,7 @@ def _latin1_source(path: Path, data: bytes, exc: UnicodeDecodeError) -> Source:
 
         lenient = decode_mostly_utf8(path, data)
         if lenient is not None:
-            return Source(path=path, data=data, text=lenient[0], notes=(lenient[1].removeprefix("warning: "),))
+            return Source(path=path, data=data, text=lenient[0], notes=(lenient[1],))
         fail(path, f"byte {exc.start}", f"binary file: not valid UTF-8 ({exc.reason})")
     note = f"byte {exc.start}: not valid UTF-8 ({exc.reason}); the file was decoded as Latin-1 (ISO-8859-1)"
     return Source(path=path, data=data, text=text, notes=(note,))

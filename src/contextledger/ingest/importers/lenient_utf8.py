@@ -9,7 +9,6 @@ is refused as binary, as is any file with a NUL byte (checked before this module
 from __future__ import annotations
 
 import codecs
-import sys
 import threading
 from pathlib import Path
 
@@ -66,10 +65,11 @@ codecs.register_error(_RECORD, _record)
 
 
 def decode_mostly_utf8(path: Path, data: bytes) -> tuple[str, str] | None:
-    """``(text, warning)`` for ``data`` with few invalid UTF-8 sequences, else ``None``.
+    """``(text, note)`` for ``data`` with few invalid UTF-8 sequences, else ``None``.
 
-    ``text`` has U+FFFD for each invalid sequence; ``warning`` is one line naming the
-    file, the 1-based line numbers and the byte offsets (it is also printed on stderr).
+    ``text`` has U+FFFD for each invalid sequence; ``note`` is one line naming the file,
+    the 1-based line numbers and the byte offsets, for the import's notes (nothing is
+    printed: the caller shows the notes).
     ``None`` means the invalid sequences exceed :data:`MAX_INVALID_SHARE` of the bytes
     or of the lines: the caller refuses the file as binary.
     """
@@ -82,10 +82,7 @@ def decode_mostly_utf8(path: Path, data: bytes) -> tuple[str, str] | None:
     text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     more = " …" if len(offsets) > _SHOWN else ""
     where = ", ".join(f"line {line} byte {off}" for line, off in zip(line_of[:_SHOWN], offsets[:_SHOWN], strict=True))
-    warning = (f"warning: {path}: {len(offsets)} invalid UTF-8 sequence(s) ({where}{more}) "
-               "decoded as U+FFFD")
-    print(warning, file=sys.stderr)
-    return text, warning
+    return text, f"{path}: {len(offsets)} invalid UTF-8 sequence(s) ({where}{more}) decoded as U+FFFD"
 
 
 def _line_numbers(data: bytes, offsets: list[int]) -> list[int]:
