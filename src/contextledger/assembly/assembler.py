@@ -17,7 +17,8 @@ pipeline"; seed 001 §9's minimal Context Manager), one module each:
 6. :mod:`.shape` — each unit raw or reduced (compression engine);
 7. :mod:`.budget` — the budget by bucket and the drop order (context budgeter;
    :mod:`.drop_order`, :mod:`.last_resort`);
-8. :mod:`.rehydrate` — stage-2 rehydration of selected records;
+8. :mod:`.rehydrate` — stage-2 rehydration of selected records; :mod:`.citations` —
+   each handle cited is labelled in the request or marked as not shown;
 9. :mod:`.serialize` — the provider payload, its exact count, the replay baseline;
 10. :mod:`.record` — the ContextAssembly with its omission summary (and the trace when
     asked), persisted.
@@ -29,12 +30,14 @@ sorted by ``seq`` / call index / id, never by dict order or wall clock.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from contextledger.assembly.authority import RulesInForce, rules_in_force
 from contextledger.assembly.budget import Budgeter
 from contextledger.assembly.candidates import collect_candidates
+from contextledger.assembly.citations import settle_request
 from contextledger.assembly.epoch import EpochState, find_state, remember
 from contextledger.assembly.epoch_extend import Extended, Extending, extend, fixed_of, plan_epoch
 from contextledger.assembly.evaluate import Evaluator
@@ -206,6 +209,7 @@ class Assembler:
         )
         selection, rehydrated = rehydrate(budgeter.select(system, pieces, lines), budgeter, store, req.scope)
         selection = excerpt_newest_result(selection, budgeter, store, req.scope)
+        selection = replace(selection, request=settle_request(selection.request))
         t2 = time.perf_counter()
         out = serialize_request(store, bound.provider, selection.request)
         t3 = time.perf_counter()
