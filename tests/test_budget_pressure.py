@@ -121,8 +121,8 @@ def test_a_superseded_result_is_never_raw_even_in_the_recent_tail(ledger: Ledger
     tool_texts = [t for role, t in texts(r) if role == "tool"]
     assert len(tool_texts) == 2
     # the superseded failure keeps its one-line outcome as history, never the raw output
-    assert tool_texts[0].startswith("[tool error]\n[superseded by m6: see the newer result]")  # the successor by handle
-    assert ": see the newer result] Bash failed: tests: pnpm test" in tool_texts[0]
+    # the successor is shown raw, without a label: it is not named by a handle it lacks
+    assert tool_texts[0].startswith("[tool error]\n[superseded by a newer result] Bash failed: tests: pnpm test")
     assert "1 failed | 11 passed" not in json.dumps(r.payload)
     assert "expected '/home'" not in json.dumps(r.payload)
     assert tool_texts[1] == " ✓ tests/auth.test.ts (12 tests)\n 12 passed"

@@ -24,6 +24,7 @@ handles.  A memory and the artifact it was derived from share the number (``m12`
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -31,10 +32,12 @@ __all__ = [
     "ARTIFACT_PREFIX",
     "HANDLE_PATTERN",
     "MEMORY_PREFIX",
+    "NOT_SHOWN",
     "Handle",
     "HasSeq",
     "artifact_handle",
     "memory_handle",
+    "not_shown",
     "parse_handle",
     "record_handle",
     "resolve_artifact_ref",
@@ -46,6 +49,9 @@ MEMORY_PREFIX = "m"
 
 ARTIFACT_PREFIX = "a"
 """Handle prefix of a tool artifact (``a12``)."""
+
+NOT_SHOWN = "not in this request"
+"""What :func:`not_shown` says of a cited handle whose record a payload does not show."""
 
 HANDLE_PATTERN = r"[ma][1-9][0-9]*"
 """A handle as a regular expression (no anchors), for parsers of rendered text."""
@@ -81,6 +87,24 @@ def memory_handle(memory: HasSeq) -> str:
 def artifact_handle(artifact: HasSeq) -> str:
     """``"a<seq>"``: the handle a payload shows for a tool artifact."""
     return f"{ARTIFACT_PREFIX}{artifact.seq}"
+
+
+def not_shown(handles: Sequence[str]) -> str:
+    """How a payload cites handles whose records it does not show: the handles, then that
+    they are not in this request and the command that fetches the first one's raw bytes::
+
+        m17, a17 (not in this request; `contextledger rehydrate m17`)
+
+    Every other citation of a handle is of a record labelled in the same payload
+    (``[memory m12 · …``, ``[artifact a12, 5,120 bytes]``): a payload never names a
+    record the model cannot find in it without saying so.
+
+    Raises:
+        ValueError: ``handles`` is empty.
+    """
+    if not handles:
+        raise ValueError("no handles to cite")
+    return f"{', '.join(handles)} ({NOT_SHOWN}; `contextledger rehydrate {handles[0]}`)"
 
 
 def record_handle(kind: str, seq: int | None) -> str:

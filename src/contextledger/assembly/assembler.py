@@ -17,7 +17,8 @@ pipeline"; seed 001 §9's minimal Context Manager), one module each:
 6. :mod:`.shape` — each unit raw or reduced (compression engine);
 7. :mod:`.budget` — the budget by bucket and the drop order (context budgeter;
    :mod:`.drop_order`, :mod:`.last_resort`);
-8. :mod:`.rehydrate` — stage-2 rehydration of selected records;
+8. :mod:`.rehydrate` — stage-2 rehydration of selected records; :mod:`.citations` —
+   each handle cited is labelled in the request or marked as not shown;
 9. :mod:`.serialize` — the provider payload, its exact count, the replay baseline;
 10. :mod:`.record` — the ContextAssembly with its omission summary (and the trace when
     asked), persisted.
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 from contextledger.assembly.authority import RulesInForce, rules_in_force
 from contextledger.assembly.budget import Budgeter
 from contextledger.assembly.candidates import collect_candidates
+from contextledger.assembly.citations import settle_request
 from contextledger.assembly.epoch import EpochState, find_state, remember
 from contextledger.assembly.epoch_extend import Extended, Extending, extend, fixed_of, plan_epoch
 from contextledger.assembly.evaluate import Evaluator
@@ -212,6 +214,7 @@ class Assembler:
         if shown:  # sent once, in the user's own message: no restatement in the system blocks
             system = system_blocks(cands.messages, [r for r in rules.rules if r.id not in shown])
             selection = replace(selection, system=system, request=replace(selection.request, system=system))
+        selection = replace(selection, request=settle_request(selection.request))
         t2 = time.perf_counter()
         out = serialize_request(store, bound.provider, selection.request)
         t3 = time.perf_counter()

@@ -112,7 +112,7 @@ class Budgeter:
     # -- exact counts ----------------------------------------------------------------
     def build(self, ps: list[Piece], ns: list[Piece], sysb: tuple[str, ...]) -> NeutralRequest:
         """The request of pieces ``ps`` (in order; the retrieval block of lines ``ns``
-        after the first piece; task-state notes — working set, runtime state, order
+        after the first piece that is not a task-state note; task-state notes — working set, runtime state, order
         ``(NOTE_SEQ, …)`` — just before the last user turn, so the request ends as the
         client's did and nothing is added after the newest tool output) and system
         blocks ``sysb``."""
@@ -123,12 +123,14 @@ class Budgeter:
             at = next((i for i in range(len(ordered) - 1, -1, -1) if ordered[i].unit is not None and ordered[i].unit.is_turn_start), 0)  # type: ignore[union-attr]
             ordered[at:at] = notes
         msgs: list[WireMessage] = []
-        if ordered:
-            msgs.extend(ordered[0].messages)
+        # the evidence block follows the first recorded piece (a compaction summary, the
+        # task statement) — never a note placed before it, so nothing recalled leads
+        lead = next((i for i, p in enumerate(ordered) if p.order[0] < NOTE_SEQ), 0)
+        msgs.extend(m for p in ordered[: lead + 1] for m in p.messages)
         if ns:
             lines = [n.line or "" for n in sorted(ns, key=_ORDER)]
             msgs.append(retrieval_block(lines))
-        for p in ordered[1:]:
+        for p in ordered[lead + 1 :]:
             msgs.extend(p.messages)
         return NeutralRequest(system=sysb, messages=tuple(msgs), tools=self.tools)
 

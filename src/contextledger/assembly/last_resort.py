@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from contextledger.assembly.pieces import Piece
 from contextledger.handles import artifact_handle
+from contextledger.memory.extractors.textutil import count_of
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import OmissionReason, Shape
 from contextledger.records.parts import Part, TextPart, ToolResultPart
@@ -113,10 +114,10 @@ def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str
     head, tail = text[:p], text[q:]
     omitted = total - tok.count(head) - tok.count(tail)
     slack = tok.count_slack(text) + (not p_exact) + (not q_exact)
-    amount = f"{omitted:,}" if not slack else f"≈{omitted:,} (±{slack:,})"
+    amount = count_of(omitted, "token") if not slack else f"≈{omitted:,} (±{slack:,}) tokens"
     where = f" ({ref})" if ref else ""
     shown = head[:-1] if head.endswith("\n") else head
-    return f"{shown}\n[… {amount} tokens omitted; full text in the ledger{where} …]\n{tail}"
+    return f"{shown}\n[… {amount} omitted; full text in the ledger{where} …]\n{tail}"
 
 
 def _snap(text: str, pos: int, exact: bool, *, forward: bool = False) -> tuple[int, bool]:
@@ -169,14 +170,14 @@ def cut_lines(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> st
     for i, line in enumerate(lines):
         if i in keep:
             if gap_lines:
-                out.append(f"[… {gap_lines:,} lines ({gap_tokens:,} tokens) omitted; full text in the ledger{where} …]")
+                out.append(f"[… {count_of(gap_lines, 'line')} ({count_of(gap_tokens, 'token')}) omitted; full text in the ledger{where} …]")
                 gap_lines = gap_tokens = 0
             out.append(line)
         else:
             gap_lines += 1
             gap_tokens += cost[i]
     if gap_lines:
-        out.append(f"[… {gap_lines:,} lines ({gap_tokens:,} tokens) omitted; full text in the ledger{where} …]")
+        out.append(f"[… {count_of(gap_lines, 'line')} ({count_of(gap_tokens, 'token')}) omitted; full text in the ledger{where} …]")
     return "\n".join(out)
 
 

@@ -38,6 +38,7 @@ from contextledger.compaction.handoff import (
     validate_handoff,
 )
 from contextledger.errors import InputError
+from contextledger.handles import not_shown
 from contextledger.ids import new_id
 from contextledger.ingest.recorder import message_token_count
 from contextledger.policy.rules import Rule
@@ -202,10 +203,24 @@ def cited_handles(store: SqlStore, scope: Scope, conversation_id: str, doc: Mapp
     return out
 
 
+def _cited_ids(text: str, handles: Mapping[str, str]) -> str:
+    """``text`` with each record id it still quotes (a staleness note's ``changed by
+    mem_…``) named by its handle, a memory's or artifact's marked as not shown
+    (:func:`contextledger.handles.not_shown`)."""
+
+    def name(m: re.Match[str]) -> str:
+        handle = handles.get(m[0])
+        if handle is None:
+            return m[0]
+        return handle if handle.startswith("message ") else not_shown([handle])
+
+    return _RECORD_ID.sub(name, text)
+
+
 def _write(store: SqlStore, scope: Scope, plan: HandoffPlan, doc: dict[str, Any], now: datetime) -> Message:
     snap = plan.snapshot
     handles = cited_handles(store, scope, snap.conversation.id, doc)
-    text = _RECORD_ID.sub(lambda m: handles.get(m[0], m[0]), render_handoff(doc, handles))
+    text = _cited_ids(render_handoff(doc, handles), handles)
     parts = (TextPart(text=text),)
     metadata: dict[str, Any] = {
         "handoff_format": HANDOFF_FORMAT,

@@ -42,10 +42,12 @@ omitted and never empty.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contextledger.errors import InputError
+from contextledger.handles import HANDLE_PATTERN, not_shown
 
 __all__ = [
     "HANDOFF_FORMAT",
@@ -195,6 +197,19 @@ def _h(ref: Any, handles: Mapping[str, str]) -> str:
     return handles.get(str(ref), str(ref))
 
 
+_IS_HANDLE = re.compile(HANDLE_PATTERN)
+
+
+def _cite(names: Sequence[str]) -> str:
+    """``names`` joined for a ``[…]`` source list: the memory and artifact handles last,
+    marked as not shown (:func:`contextledger.handles.not_shown` — the summary stands in
+    for the records it covers; an assembly that does show one drops the mark)."""
+    unique = list(dict.fromkeys(names))
+    handles = [n for n in unique if _IS_HANDLE.fullmatch(n)]
+    others = [n for n in unique if not _IS_HANDLE.fullmatch(n)]
+    return ", ".join(others + ([not_shown(handles)] if handles else []))
+
+
 def _refs(entry: Mapping[str, Any], handles: Mapping[str, str] = _HANDLES) -> str:
     ids: list[str] = []
     for key in ("memory_id", "artifact_id", "message_id"):
@@ -205,15 +220,14 @@ def _refs(entry: Mapping[str, Any], handles: Mapping[str, str] = _HANDLES) -> st
         v = entry.get(key)
         if isinstance(v, list):
             ids.extend(str(x) for x in v)
-    unique = list(dict.fromkeys(_h(i, handles) for i in ids))
-    return f" [{', '.join(unique)}]" if unique else ""
+    return f" [{_cite([_h(i, handles) for i in ids])}]" if ids else ""
 
 
 def _render_entry(section: str, entry: Mapping[str, Any], handles: Mapping[str, str] = _HANDLES) -> str:
     if section == "hard_constraints":
         return f"- {entry['text']} (source: {_h(entry.get('source') or entry.get('rule_id'), handles)})"
     if section == "verified_facts":
-        return f"- {entry['fact']} [{', '.join(dict.fromkeys(_h(r, handles) for r in entry['source_refs']))}]"
+        return f"- {entry['fact']} [{_cite([_h(r, handles) for r in entry['source_refs']])}]"
     if section == "files_read":
         return f"- {entry['path']} — {entry['staleness']}; {entry.get('read', '')}{_refs(entry, handles)}"
     if section == "files_modified":

@@ -25,6 +25,7 @@ from contextledger.memory.extractors.textutil import (
     body_ranges,
     byte_len,
     cap,
+    count_of,
     fmt_int,
     generic_exit_code,
     head_tail,
@@ -103,7 +104,7 @@ def shell_extraction(item: ToolInput, action: Action) -> Extraction:
         first += " → still running"
     if payload["error_type"]:
         first += f" ({payload['error_type']})"
-    first += f" · {fmt_int(len(lines))} lines"
+    first += f" · {count_of(len(lines), 'line')}" if any(ln.strip() for ln in lines) else " · (no output)"
     if body.duration_ms is not None:
         first += f" · {body.duration_ms / 1000:.1f} s"
     summary_lines = [first]

@@ -33,6 +33,7 @@ from contextledger.memory.extractors.textutil import (
     body_ranges,
     byte_len,
     cap,
+    count_of,
     fmt_int,
     normalise_path,
     sha256_text,
@@ -182,7 +183,7 @@ class FileReadExtractor:
             first = f"read {path or '(unknown path)'} failed"
             summary = f"{first}\n{err.error_line if err else cap(body.text.strip().splitlines()[0] if body.text.strip() else 'no output')}"
         else:
-            rng = f"lines {line_range[0]}-{line_range[1]}" if line_range else (f"{fmt_int(len(texts))} lines (position unknown)" if texts else "empty")
+            rng = f"lines {line_range[0]}-{line_range[1]}" if line_range else (f"{count_of(len(texts), 'line')} (position unknown)" if texts else "empty")
             of_total = f" of {fmt_int(total)}" if total is not None else ""
             first = f"read {path} {rng}{of_total} · {fmt_int(payload['size_bytes'])} bytes · {str(payload['content_sha256'])[:19]}"
             summary = first

@@ -39,6 +39,7 @@ from contextledger.memory.extractors.textutil import (
     body_ranges,
     byte_len,
     cap,
+    count_of,
     normalise_path,
     sha256_text,
     split_lines,
@@ -272,7 +273,7 @@ class FileWriteExtractor:
         }
         if change.effects:
             payload["effects"] = change.effects
-        where = main_path + (f" (+{len(paths) - 1} files)" if len(paths) > 1 else "")
+        where = main_path + (f" (+{count_of(len(paths) - 1, 'file')})" if len(paths) > 1 else "")
         if rejected:
             first = body.text.strip().splitlines()[0] if body.text.strip() else "no output"
             summary = f"{change.operation} {where} rejected\n{err.error_line if err else cap(first)}"

@@ -25,7 +25,7 @@ from contextledger.memory.extractors.textutil import (
     body_ranges,
     byte_len,
     cap,
-    fmt_int,
+    count_of,
     is_shell_noise,
     split_lines,
     unwrap,
@@ -119,7 +119,7 @@ class GenericExtractor:
         shown = [ln for ln in shown if not is_shell_noise(ln)] or shown  # a shell start-up warning is no summary
         summary_lines = [cap(shown[0]) if shown else "(empty result)"]
         if omitted:
-            summary_lines.append(f"… {fmt_int(omitted)} bytes omitted …")
+            summary_lines.append(f"… {count_of(omitted, 'byte')} omitted …")
         tail_lines = [ln.strip() for ln in split_lines(tail) if ln.strip()]
         if tail_lines:
             summary_lines.append(cap(tail_lines[-1]))
@@ -144,7 +144,7 @@ class GenericExtractor:
             revalidation_args={},
             confidence=1.0,
             confidence_basis=ConfidenceBasis.DETERMINISTIC_PARSE,
-            limits=f"{fmt_int(omitted)} bytes between head and tail omitted" if omitted else None,
+            limits=f"{count_of(omitted, 'byte')} between head and tail omitted" if omitted else None,
             error_type=(err.error_type if err else "error") if item.is_error else None,
             line_range=prov_lines,
             byte_range=prov_bytes,

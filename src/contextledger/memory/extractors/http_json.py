@@ -24,7 +24,7 @@ from typing import Any
 from contextledger.limits import loads_json
 from contextledger.memory.extractors.actions import resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
-from contextledger.memory.extractors.textutil import body_ranges, cap, fmt_int, unwrap
+from contextledger.memory.extractors.textutil import body_ranges, cap, count_of, fmt_int, unwrap
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
 
 __all__ = ["HttpJsonExtractor", "is_id_key"]
@@ -94,9 +94,9 @@ def _compact(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, list):
-        return f"[{len(value)} items]"
+        return f"[{count_of(len(value), 'item')}]"
     if isinstance(value, dict):
-        return f"{{{len(value)} keys}}"
+        return f"{{{count_of(len(value), 'key')}}}"
     return cap(str(value), 200)
 
 
@@ -170,9 +170,9 @@ class HttpJsonExtractor:
                 canonical = json.dumps(args, sort_keys=True, separators=(",", ":"))
                 subject = "args-" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
         if isinstance(value, dict):
-            first = f"JSON object · {fmt_int(len(keys))} keys"
+            first = f"JSON object · {count_of(len(keys), 'key')}"
         else:
-            first = f"JSON array · {fmt_int(len(value) if isinstance(value, list) else 0)} items"
+            first = f"JSON array · {count_of(len(value) if isinstance(value, list) else 0, 'item')}"
         if payload["status"] is not None:
             first += f" · status {payload['status']}"
         top_ids = [f"{i['path']}={i['value']}" for i in ids[:4]]

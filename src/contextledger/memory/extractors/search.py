@@ -29,7 +29,7 @@ from contextledger.memory.extractors.errorscan import find_error
 from contextledger.memory.extractors.textutil import (
     body_ranges,
     cap,
-    fmt_int,
+    count_of,
     looks_like_file,
     normalise_path,
     split_lines,
@@ -262,9 +262,9 @@ class SearchExtractor:
         if failed:
             summary = f"{first} failed\n{err.error_line if err else cap(body.text.strip().splitlines()[0] if body.text.strip() else 'no output')}"
         else:
-            first += f" → {fmt_int(count)} {unit}"
+            first += f" → {count_of(count, unit[:-2] if unit == 'matches' else 'entry', unit)}"
             if payload["file_count"] and payload["matches"]:
-                first += f" in {fmt_int(int(payload['file_count']))} files"
+                first += f" in {count_of(int(payload['file_count']), 'file')}"
             summary = first
             shown = (
                 payload["files"][:5]
@@ -280,10 +280,10 @@ class SearchExtractor:
         limit_parts: list[str] = []
         if int(payload["file_count"]) > len(payload["files"]):
             limit_parts.append(
-                f"first {len(payload['files'])} of {fmt_int(int(payload['file_count']))} files"
+                f"first {len(payload['files'])} of {count_of(int(payload['file_count']), 'file')}"
             )
         if count > len(payload["matches"]) and payload["matches"]:
-            limit_parts.append(f"first {len(payload['matches'])} of {fmt_int(count)} matches")
+            limit_parts.append(f"first {len(payload['matches'])} of {count_of(count, 'match', 'matches')}")
         if payload["truncated"]:
             limit_parts.append("the tool truncated its own results")
         prov_lines, prov_bytes = body_ranges(item.result_text, body)

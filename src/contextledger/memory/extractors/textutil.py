@@ -21,6 +21,7 @@ __all__ = [
     "body_ranges",
     "byte_len",
     "cap",
+    "count_of",
     "fmt_int",
     "generic_exit_code",
     "head_tail",
@@ -211,6 +212,12 @@ def cap(text: str, limit: int = LINE_CAP_CHARS) -> str:
 def fmt_int(value: int) -> str:
     """``12345`` as ``"12,345"``."""
     return f"{value:,}"
+
+
+def count_of(value: int, noun: str, plural: str | None = None) -> str:
+    """``value`` and ``noun`` in the right number: ``"1 line"``, ``"0 lines"``,
+    ``"12,345 lines"`` (``plural`` for a noun that does not take an ``s``)."""
+    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
 
 
 def sha256_text(text: str) -> str:
