@@ -304,6 +304,23 @@ def test_every_format_payload_fits_its_budget(rows_formats: dict[tuple[str, str]
     assert r["tokens"] <= r["budget_tokens"], (r["tokens"], r["budget_tokens"])
 
 
+FORMAT_GAPS: dict[tuple[str, str], str] = {
+    ("csv-rehydration", "anthropic"): "the tool framing (346-token tool-use prompt) keeps the raw CSV from being rehydrated",
+}
+
+
+@pytest.mark.parametrize("provider", FORMATS)
+@pytest.mark.parametrize("case", CASES)
+def test_every_format_payload_sees_every_must_see_fact(rows_formats: dict[tuple[str, str], dict[str, Any]], case: str, provider: str) -> None:
+    """Format parity (issue 26): the facts a scenario must show, debate speaker labels
+    (``[pro] …``) included, are in the payload of every format."""
+    gap = FORMAT_GAPS.get((case, provider))
+    if gap is not None:
+        pytest.xfail(gap)
+    r = rows_formats[(case, provider)]
+    assert (r["must_see_recall"], r["missing"]) == (1.0, [])
+
+
 def test_pending_call_exchange_gives_up_tool_framing_before_the_budget(ledger: Ledger) -> None:
     """subagent-continuation in Messages format: the protected exchange (one Task call
     done, one pending) sent as tool_use/tool_result needs the tools block and its
