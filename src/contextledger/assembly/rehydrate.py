@@ -27,7 +27,7 @@ from contextledger.assembly.render import DATA_BANNER, observation_text
 from contextledger.memory.terms import memory_terms, query_terms
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import OmissionReason, PolicyFamily, PromotionPolicy, Shape
-from contextledger.records.parts import TextPart, ToolCallPart, ToolResultPart
+from contextledger.records.parts import Part, TextPart, ToolCallPart, ToolResultPart
 
 if TYPE_CHECKING:
     from contextledger.assembly.budget import Budgeter, Selection
@@ -98,15 +98,19 @@ def _unframed(p: Piece) -> Piece:
     """``p`` with its tool framing taken out: each call becomes the assistant text
     ``[called <tool>(<arguments>) · call <id>]`` and each result a user-role data block
     (:data:`~contextledger.assembly.render.DATA_BANNER`, then ``result of call <id>``
-    and the result text), so no format needs tool declarations for it."""
+    and the result text, then its images), so no format needs tool declarations for it."""
     msgs: list[WireMessage] = []
     for m in p.messages:
         if m.role == "tool":
-            texts = [f"{DATA_BANNER}\nresult of call {x.call_id}{' (failed)' if x.is_error else ''}:\n{x.text or ''}" for x in m.parts if isinstance(x, ToolResultPart)]
-            msgs.append(WireMessage(role="user", parts=tuple(TextPart(text=t) for t in texts), ref=m.ref))
+            parts: list[Part] = []
+            for x in m.parts:
+                if isinstance(x, ToolResultPart):
+                    parts.append(TextPart(text=f"{DATA_BANNER}\nresult of call {x.call_id}{' (failed)' if x.is_error else ''}:\n{x.text or ''}"))
+                    parts.extend(x.images)
+            msgs.append(WireMessage(role="user", parts=tuple(parts), ref=m.ref))
         elif any(isinstance(x, ToolCallPart) for x in m.parts):
-            parts = [x if not isinstance(x, ToolCallPart) else TextPart(text=f"[called {x.tool_name}({x.arguments_json}) · call {x.call_id}]") for x in m.parts]
-            msgs.append(WireMessage(role=m.role, parts=tuple(parts), name=m.name, ref=m.ref))
+            said = tuple(x if not isinstance(x, ToolCallPart) else TextPart(text=f"[called {x.tool_name}({x.arguments_json}) · call {x.call_id}]") for x in m.parts)
+            msgs.append(WireMessage(role=m.role, parts=said, name=m.name, ref=m.ref))
         else:
             msgs.append(m)
     return dataclasses.replace(p, messages=msgs)
