@@ -2,8 +2,8 @@
 an OpenAI Responses assembly that selects every record and shows every must-see fact of
 the Chat Completions assembly, at the scenario's budget and at half, twice and four times
 it.  The Responses framing of a request is never larger than its Chat Completions
-framing beyond one token per speaker-labelled message (Responses has no ``name`` field:
-the label goes into the text), so a format's overhead never displaces evidence.
+framing (both carry a speaker label in the text; Chat Completions sends it as ``name``
+too), so a format's overhead never displaces evidence.
 (The real transcripts are checked the same way in ``test_bench_real.py``.)
 """
 
@@ -20,6 +20,7 @@ from contextledger.bench.probes import check_probes
 from contextledger.bench.scenarios import all_scenarios
 from contextledger.ledger import Ledger
 from contextledger.providers.registry import count_payload_tokens, serialize
+from contextledger.tokens import get_tokenizer
 
 CASES = [s.name for s in all_scenarios()]
 SHARES = (0.5, 1, 2, 4)
@@ -66,21 +67,24 @@ def test_responses_selects_every_record_and_fact_of_chat(assemblies: dict[tuple[
 @pytest.mark.parametrize("share", SHARES)
 @pytest.mark.parametrize("case", CASES)
 def test_responses_framing_within_the_chat_framing(assemblies: dict[tuple[str, float, str], dict[str, Any]], case: str, share: float) -> None:
-    """The Chat assembly's own request, counted as both payloads: Responses costs at most
-    one token more per speaker-labelled message, else no more than Chat Completions."""
+    """The Chat assembly's own request, counted as both payloads: Responses costs no more
+    than Chat Completions."""
     req = assemblies[(case, share, "openai-chat")]["request"]
     chat = count_payload_tokens("openai-chat", serialize("openai-chat", req))
     resp = count_payload_tokens("openai-responses", serialize("openai-responses", req))
     assert chat == assemblies[(case, share, "openai-chat")]["tokens"]
-    assert resp - chat <= sum(1 for m in req.messages if m.name)
+    assert resp <= chat
 
 
-def test_a_speaker_label_is_the_only_responses_framing_above_chat() -> None:
-    """The bound above is reached: a debate's labelled messages cost more as Responses."""
+def test_a_speaker_label_is_in_the_text_of_both_openai_formats() -> None:
+    """A debate's labelled message: the same ``[label] `` text in both formats, and Chat
+    Completions' ``name`` field on top (its name and one token)."""
     from contextledger.providers.base import NeutralRequest, WireMessage
     from contextledger.records.parts import TextPart
 
     req = NeutralRequest(messages=(WireMessage(role="user", parts=(TextPart(text="Open the debate."),)), WireMessage(role="assistant", parts=(TextPart(text="Buses save energy."),), name="pro")))
     chat = count_payload_tokens("openai-chat", serialize("openai-chat", req))
     resp = count_payload_tokens("openai-responses", serialize("openai-responses", req))
-    assert resp - chat == 1
+    assert chat - resp == len(get_tokenizer().encode("pro")) + 1
+    assert serialize("openai-chat", req)["messages"][1] == {"role": "assistant", "name": "pro", "content": "[pro] Buses save energy."}
+    assert serialize("openai-responses", req)["input"][1] == {"type": "message", "role": "assistant", "content": "[pro] Buses save energy."}

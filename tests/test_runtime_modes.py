@@ -85,7 +85,7 @@ def test_debate_keeps_speaker_labels_moderator_and_image_in_place(ledger: Ledger
     assert [(m["role"], m.get("name")) for m in msgs] == [("system", None), ("user", None), ("user", "Moderator"), ("assistant", "Pro"), ("user", "Moderator")]
     assert [c["type"] for c in msgs[1]["content"]] == ["text", "image_url", "text"]
     assert msgs[1]["content"][1]["image_url"]["url"] == "data:image/png;base64,iVBORw0KGgpjaGFydC1ieXRlcw=="
-    assert [msgs[2]["content"], msgs[3]["content"], msgs[4]["content"]] == ["Pro opens; two sentences.", "Cats are independent.", "Con responds."]
+    assert [msgs[2]["content"], msgs[3]["content"], msgs[4]["content"]] == ["[Moderator] Pro opens; two sentences.", "[Pro] Cats are independent.", "[Moderator] Con responds."]
     assert r.record.omitted == {} and r.record.runtime_kind is RuntimeKind.DEBATE
     ra = ledger.assemble(conv.id, participant_id=con.id, now=NOW, provider="anthropic", runtime_kind=RuntimeKind.DEBATE)
     first = ra.payload["messages"][0]["content"]

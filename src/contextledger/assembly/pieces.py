@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from contextledger.providers.base import WireMessage
+from contextledger.providers.base import WireMessage, speaker_labelled
 from contextledger.records.enums import ResolutionState, Shape
 from contextledger.records.models import ToolMemory
 from contextledger.records.parts import TextPart, ToolCallPart, ToolResultPart
@@ -82,18 +82,26 @@ def line_record(p: Piece) -> tuple[str, str]:
 
 def message_cost(tok: Tokenizer, msgs: list[WireMessage]) -> int:
     """Selection-time cost of ``msgs`` (o200k tokens): 4 per message, its name, every
-    text, tool-call name, arguments and id (+8), result call id (+4), 85 per image."""
+    text, tool-call name, arguments and id (+8), result call id (+4), 85 per image.  A
+    speaker-labelled message counts its first text with the label every format puts in
+    front of it (:func:`~contextledger.providers.base.speaker_labelled`; the label alone
+    when it has no text part), and its name once more (the Chat Completions ``name``)."""
     total = 0
     for m in msgs:
         total += 4
-        if m.name:
-            total += tok.count(m.name) + 1
+        label = m.name if m.role != "tool" else None
+        if label:
+            total += tok.count(label) + 1
+            if not any(isinstance(p, TextPart) for p in m.parts):
+                total += tok.count(speaker_labelled("", label))
         for p in m.parts:
             if isinstance(p, ToolCallPart):
                 total += tok.count(p.tool_name) + tok.count(p.arguments_json) + tok.count(p.call_id) + 8
                 continue
             text = p.text if isinstance(p, (TextPart, ToolResultPart)) else getattr(p, "text", None)
             if isinstance(text, str):
+                if label and isinstance(p, TextPart):
+                    text, label = speaker_labelled(text, label), None
                 total += tok.count(text)
             if isinstance(p, ToolResultPart):
                 total += tok.count(p.call_id) + 4

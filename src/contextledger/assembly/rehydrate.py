@@ -6,7 +6,11 @@ within the policy's byte budget.  Triggers (policy ``rehydration.triggers``): th
 user input asks for exact evidence (the shaped exchange it is about); a
 recovery-critical exchange (unresolved or failed) was shaped; an exchange's memory was
 not promoted (its raw evidence stands in for it).  The exact evidence outranks older
-context: room is made for it with the drop steps on copies — or the rehydration is
+context: room is made for it with the drop steps on copies.  A format's tool framing
+never displaces it: when the raw results do not fit as tool results (Anthropic's
+tool-use prompt alone is 346 tokens), the rehydrated exchange is sent as data text
+instead — its calls named by id, each result in a user-role data block — so no tool
+declarations are needed for it.  Only when that does not fit either is the rehydration
 refused (reason ``budget``) and the memories stay.  Every refusal is recorded.
 """
 
@@ -19,11 +23,11 @@ from typing import TYPE_CHECKING
 from contextledger.assembly.drop_order import drop_once
 from contextledger.assembly.families import Verdict
 from contextledger.assembly.pieces import Piece, outdated
-from contextledger.assembly.render import observation_text
+from contextledger.assembly.render import DATA_BANNER, observation_text
 from contextledger.memory.terms import memory_terms, query_terms
 from contextledger.providers.base import WireMessage
 from contextledger.records.enums import OmissionReason, PolicyFamily, PromotionPolicy, Shape
-from contextledger.records.parts import TextPart
+from contextledger.records.parts import Part, TextPart, ToolCallPart, ToolResultPart
 
 if TYPE_CHECKING:
     from contextledger.assembly.budget import Budgeter, Selection
@@ -49,21 +53,67 @@ def rehydrate(sel: Selection, budgeter: Budgeter, store: SqlStore, scope: Scope)
     for i, p in enumerate(with_raw):
         if set(p.raw_artifacts) & set(done):
             with_raw[i] = dataclasses.replace(p, mandatory=True)
-    room_notes = list(sel.notes)
-    quiet = ev.quiet()
-    fits = budgeter.exact(budgeter.build(with_raw, room_notes, sel.system))
-    for step in ("compress_old_history", "shorten_recent_tail"):
-        while fits > budgeter.budget and drop_once(budgeter.drop, step, with_raw, room_notes, quiet, lambda p: None) is not None:
-            fits = budgeter.exact(budgeter.build(with_raw, room_notes, sel.system))
-    if fits > budgeter.budget:
+    trial = _make_room(budgeter, with_raw, sel)
+    if trial is None:
+        # a format's tool framing (Anthropic's tool-use prompt alone is 346 tokens) never
+        # displaces the exact evidence: the rehydrated exchanges go as data text instead
+        trial = _make_room(budgeter, [_unframed(p) if set(p.raw_artifacts) & set(done) else p for p in with_raw], sel)
+        if trial is not None:
+            for p in trial[0]:
+                if set(p.raw_artifacts) & set(done) and p.unit is not None:
+                    ev.shape_record(p.unit.key, "message", Shape.RAW, OmissionReason.BUDGET, UNFRAMED_DETAIL)
+    if trial is None:
         for art_id in done:  # the raw payloads do not fit: the memories stay
             ev.refuse_rehydration(art_id, OmissionReason.BUDGET)
         return sel, []
+    with_raw, room_notes, quiet = trial
     for d in quiet.decisions:
         if d["decision"] == "omit":
             ev.omit_record(d["record_id"], d["record_kind"], OmissionReason.BUDGET, "dropped to make room for rehydrated evidence")
     request = budgeter.build(with_raw, room_notes, sel.system)
     return dataclasses.replace(sel, request=request, chosen=with_raw, notes=room_notes), done
+
+
+UNFRAMED_DETAIL = "rehydrated exchange sent as data text (calls named by id): the format's tool framing does not fit the budget beside the raw evidence"
+"""Trace detail of a rehydrated exchange sent without tool framing (:func:`_unframed`)."""
+
+
+def _make_room(budgeter: Budgeter, chosen: list[Piece], sel: Selection) -> tuple[list[Piece], list[Piece], Evaluator] | None:
+    """``(chosen, notes, quiet evaluator)`` after the drop steps made room for the
+    mandatory rehydrated pieces of ``chosen`` (on copies, the budgeter's drop state
+    untouched), or ``None`` when they do not fit."""
+    chosen, notes, quiet = list(chosen), list(sel.notes), budgeter.ev.quiet()
+    st = dataclasses.replace(budgeter.drop, reshaped=set(budgeter.drop.reshaped), evicted=list(budgeter.drop.evicted), dropped_chat=list(budgeter.drop.dropped_chat), stale_queue=None, evict_queue=None)
+    fits = budgeter.exact(budgeter.build(chosen, notes, sel.system))
+    for step in ("compress_old_history", "shorten_recent_tail"):
+        while fits > budgeter.budget and drop_once(st, step, chosen, notes, quiet, lambda p: None) is not None:
+            fits = budgeter.exact(budgeter.build(chosen, notes, sel.system))
+    if fits > budgeter.budget:
+        return None
+    budgeter.drop = st
+    return chosen, notes, quiet
+
+
+def _unframed(p: Piece) -> Piece:
+    """``p`` with its tool framing taken out: each call becomes the assistant text
+    ``[called <tool>(<arguments>) · call <id>]`` and each result a user-role data block
+    (:data:`~contextledger.assembly.render.DATA_BANNER`, then ``result of call <id>``
+    and the result text, then its images), so no format needs tool declarations for it."""
+    msgs: list[WireMessage] = []
+    for m in p.messages:
+        if m.role == "tool":
+            parts: list[Part] = []
+            for x in m.parts:
+                if isinstance(x, ToolResultPart):
+                    parts.append(TextPart(text=f"{DATA_BANNER}\nresult of call {x.call_id}{' (failed)' if x.is_error else ''}:\n{x.text or ''}"))
+                    parts.extend(x.images)
+            msgs.append(WireMessage(role="user", parts=tuple(parts), ref=m.ref))
+        elif any(isinstance(x, ToolCallPart) for x in m.parts):
+            said = tuple(x if not isinstance(x, ToolCallPart) else TextPart(text=f"[called {x.tool_name}({x.arguments_json}) · call {x.call_id}]") for x in m.parts)
+            msgs.append(WireMessage(role=m.role, parts=said, name=m.name, ref=m.ref))
+        else:
+            msgs.append(m)
+    return dataclasses.replace(p, messages=msgs)
 
 
 def rehydration_targets(chosen: list[Piece], ev: Evaluator, policy: Policy) -> list[Piece]:

@@ -38,7 +38,7 @@ from contextledger.providers.anthropic import (
     CONTINUATION_TEXT,
     parse_tool_input,
 )
-from contextledger.providers.base import NeutralRequest, ToolSchema
+from contextledger.providers.base import NeutralRequest, ToolSchema, speaker_labelled
 from contextledger.providers.openai_chat import (
     MISSING_SCHEMA_DESCRIPTION,
     OPENAI_CALL_ID_MAX_LENGTH,
@@ -104,7 +104,7 @@ def render_openai_chat(request: NeutralRequest) -> dict[str, Any]:
             head: dict[str, Any] = {"role": role}
             if m.name:
                 head["name"] = safe_identifier(m.name)
-            text = "\n".join(texts)
+            text = speaker_labelled("\n".join(texts), m.name if m.role != "tool" else None)
             head["content"] = text if text or not calls else None
             if calls:
                 head["tool_calls"] = [
@@ -157,9 +157,9 @@ def render_anthropic(request: NeutralRequest) -> dict[str, Any]:
         if m.name and m.role != "tool":
             first = next((b for b in blocks if b["type"] == "text"), None)
             if first is not None:
-                first["text"] = f"[{m.name}] {first['text']}"
+                first["text"] = speaker_labelled(first["text"], m.name)
             else:
-                blocks.insert(0, {"type": "text", "text": f"[{m.name}]"})
+                blocks.insert(0, {"type": "text", "text": speaker_labelled("", m.name)})
         if results:
             entries.append(("user", results))
         if blocks:
@@ -200,7 +200,7 @@ def render_openai_responses(request: NeutralRequest) -> dict[str, Any]:
         results = [p for p in m.parts if isinstance(p, ToolResultPart)]
         text = "\n".join(texts)
         if m.name and m.role != "tool":
-            text = f"[{m.name}] {text}" if text else f"[{m.name}]"
+            text = speaker_labelled(text, m.name)
         if text or (not calls and not results):
             items.append({"type": "message", "role": "assistant" if m.role == "assistant" else "user", "content": text})
         items.extend(

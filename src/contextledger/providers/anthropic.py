@@ -55,7 +55,13 @@ from typing import Any
 
 from contextledger.errors import ProviderSerializationError
 from contextledger.limits import loads_json
-from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage, clean_schema
+from contextledger.providers.base import (
+    NeutralRequest,
+    ToolSchema,
+    WireMessage,
+    clean_schema,
+    speaker_labelled,
+)
 from contextledger.providers.openai_chat import (
     IMAGE_MEDIA_TYPES,
     BlobResolver,
@@ -208,9 +214,9 @@ def _blocks(
     if message.name:
         first_text = next((b for b in blocks if b["type"] == "text"), None)
         if first_text is not None:
-            first_text["text"] = f"[{message.name}] {first_text['text']}"
+            first_text["text"] = speaker_labelled(first_text["text"], message.name)
         else:
-            blocks.insert(0, {"type": "text", "text": f"[{message.name}]"})
+            blocks.insert(0, {"type": "text", "text": speaker_labelled("", message.name)})
     return blocks
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from contextledger.records.parts import Part
 
-__all__ = ["NeutralRequest", "ToolSchema", "WireMessage", "clean_schema", "schema_null_problems"]
+__all__ = ["NeutralRequest", "ToolSchema", "WireMessage", "clean_schema", "schema_null_problems", "speaker_labelled"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +57,19 @@ class NeutralRequest:
     system: tuple[str, ...] = ()
     messages: tuple[WireMessage, ...] = ()
     tools: tuple[ToolSchema, ...] = ()
+
+
+def speaker_labelled(text: str, name: str | None) -> str:
+    """The text of a message from speaker ``name`` as every wire format carries it:
+    ``"[<name>] <text>"``, or ``"[<name>]"`` when ``text`` is empty; ``text`` unchanged
+    when there is no label (``None`` or ``""``).  The serializers put it on a message's
+    first text (or send it as the text of a message that has none), so a debate's
+    speaker attribution reads the same in Chat Completions, Anthropic Messages and
+    OpenAI Responses; the budget stage counts it where a piece is costed
+    (:func:`~contextledger.assembly.pieces.message_cost`)."""
+    if not name:
+        return text
+    return f"[{name}] {text}" if text else f"[{name}]"
 
 
 _DATA_KEYWORDS = frozenset({"default", "const", "enum", "examples", "example"})

@@ -18,13 +18,21 @@ Message rules (OpenAI Chat Completions API reference):
   when every part renders as text, otherwise a list of ``{"type": "text"}`` /
   ``{"type": "image_url"}`` parts in part order (empty text parts are left out of the list);
 * ``assistant``: ``{"role", "name"?, "content", "tool_calls"?}``; text parts joined with
-  ``"\\n"``; ``content`` is ``None`` when the message only calls tools;
+  ``"\\n"``; ``content`` is ``None`` when the message only calls tools (and has no
+  speaker label);
 * each result: ``{"role": "tool", "tool_call_id", "content": text}`` directly after its
   assistant message, in call order (results given in another order are put in call order);
   a failed call's text is preceded by the line ``"[tool error]"`` (the API has no error flag),
   and images of the result follow as placeholder lines.
 
-Identifiers: speaker labels become the ``name`` field and must match ``^[a-zA-Z0-9_-]{1,64}$``,
+Speaker labels: the text carries the label as every format does
+(:func:`~contextledger.providers.base.speaker_labelled`: ``"[<label>] "`` in front of the
+first text, or the text ``"[<label>]"`` of a message that has none, e.g. an assistant
+message that only calls tools), and the ``name`` field (accepted by the API on user and
+assistant messages, and checked against the SDK's message types by the tests) carries it
+as an identifier too.
+
+Identifiers: speaker labels in the ``name`` field must match ``^[a-zA-Z0-9_-]{1,64}$``,
 as must tool names (in calls and declarations); call ids are limited to 40 characters by the
 API.  All are rewritten by :func:`safe_identifier` (deterministic, collision-resistant) only
 when they do not comply.
@@ -50,7 +58,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextledger.errors import ProviderSerializationError
-from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage, clean_schema
+from contextledger.providers.base import (
+    NeutralRequest,
+    ToolSchema,
+    WireMessage,
+    clean_schema,
+    speaker_labelled,
+)
 from contextledger.records.parts import (
     BinaryPart,
     ImagePart,
@@ -490,6 +504,12 @@ def _user_message(message: WireMessage, resolve_blob: BlobResolver | None) -> di
                 parts.append({"type": "text", "text": image_placeholder(part)})
         elif isinstance(part, BinaryPart):
             parts.append({"type": "text", "text": binary_placeholder(part)})
+    if message.name:
+        first = next((p for p in parts if p["type"] == "text"), None)
+        if first is not None:
+            first["text"] = speaker_labelled(first["text"], message.name)
+        else:
+            parts.insert(0, {"type": "text", "text": speaker_labelled("", message.name)})
     out = _head(message)
     if all(p["type"] == "text" for p in parts):
         out["content"] = "\n".join(p["text"] for p in parts)
@@ -511,7 +531,7 @@ def _assistant_message(message: WireMessage, ids: CallIdMap) -> dict[str, Any]:
                 }
             )
     out = _head(message)
-    text = "\n".join(texts)
+    text = speaker_labelled("\n".join(texts), message.name)
     out["content"] = text if text or not calls else None
     if calls:
         out["tool_calls"] = calls

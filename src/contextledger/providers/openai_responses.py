@@ -68,7 +68,13 @@ import json
 from typing import Any
 
 from contextledger.errors import ProviderSerializationError
-from contextledger.providers.base import NeutralRequest, ToolSchema, WireMessage, clean_schema
+from contextledger.providers.base import (
+    NeutralRequest,
+    ToolSchema,
+    WireMessage,
+    clean_schema,
+    speaker_labelled,
+)
 from contextledger.providers.openai_chat import (
     IMAGE_MEDIA_TYPES,
     TOOL_ERROR_MARK,
@@ -155,12 +161,6 @@ def serialize_openai_responses(
     return payload
 
 
-def _labelled(text: str, name: str | None) -> str:
-    if not name:
-        return text
-    return f"[{name}] {text}" if text else f"[{name}]"
-
-
 def _image_part(part: ImagePart, resolve_blob: BlobResolver | None) -> dict[str, Any] | None:
     """The ``input_image`` part for ``part``, or ``None`` when it cannot be sent inline."""
     data = image_bytes(part, resolve_blob)
@@ -186,9 +186,9 @@ def user_item(message: WireMessage, resolve_blob: BlobResolver | None = None) ->
     if message.name:
         first = next((p for p in parts if p["type"] == "input_text"), None)
         if first is not None:
-            first["text"] = _labelled(first["text"], message.name)
+            first["text"] = speaker_labelled(first["text"], message.name)
         else:
-            parts.insert(0, {"type": "input_text", "text": f"[{message.name}]"})
+            parts.insert(0, {"type": "input_text", "text": speaker_labelled("", message.name)})
     content: str | list[dict[str, Any]]
     if all(p["type"] == "input_text" for p in parts):
         content = "\n".join(p["text"] for p in parts)
@@ -208,7 +208,7 @@ def assistant_items(message: WireMessage, ids: CallIdMap) -> list[dict[str, Any]
     text = "\n".join(texts)
     items: list[dict[str, Any]] = []
     if text or message.name or not calls:
-        items.append({"type": "message", "role": "assistant", "content": _labelled(text, message.name)})
+        items.append({"type": "message", "role": "assistant", "content": speaker_labelled(text, message.name)})
     items.extend(calls)
     return items
 
