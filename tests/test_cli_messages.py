@@ -237,3 +237,13 @@ def test_a_ledger_without_write_permission_is_readable(tmp_path: Path) -> None:
     finally:
         for p in [home, *home.rglob("*")]:
             p.chmod(0o755)
+
+
+def test_an_assembly_over_its_budget_warns_on_stderr_and_keeps_stdout_the_report(tmp_path: Path) -> None:
+    conv = _imported(tmp_path)
+    res = runner.invoke(app, ["--home", str(tmp_path), "assemble", conv, "--budget", "20"])
+    assert res.exit_code == 0, res.stderr
+    [line] = res.stderr.splitlines()
+    assert line.startswith("warning: the mandatory content (system prompt, constraints, current request, recovery state) needs ")
+    assert line.endswith(" tokens, more than the budget (20)") and "warning" not in res.stdout
+    assert "budget 20;" in res.stdout
