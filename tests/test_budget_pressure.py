@@ -202,8 +202,10 @@ def _coding_session(ledger: Ledger) -> Any:
 
 
 def test_working_set_lists_every_file_with_its_state_and_never_the_pre_edit_read(ledger: Ledger) -> None:
+    from contextledger.policy.loader import policy_from_mapping
+
     conv = _coding_session(ledger)
-    r = ledger.assemble(conv.id, budget_tokens=3000, now=T0 + timedelta(minutes=3), persist=False, trace=True)
+    r = ledger.assemble(conv.id, policy=policy_from_mapping({"working_set": {"when_needed": False}}), budget_tokens=3000, now=T0 + timedelta(minutes=3), persist=False, trace=True)
     user_texts = [t for role, t in texts(r) if role == "user"]
     assert user_texts[-1] == "Now add a test."  # the request ends as the client's did: the note goes before its last turn
     assert user_texts[-2] == (
@@ -224,7 +226,7 @@ def test_working_set_respects_max_files_and_can_be_turned_off(ledger: Ledger) ->
     from contextledger.policy.loader import policy_from_mapping
 
     conv = _coding_session(ledger)
-    one = ledger.assemble(conv.id, policy=policy_from_mapping({"working_set": {"max_files": 1}}), budget_tokens=3000, now=T0 + timedelta(minutes=3), persist=False)
+    one = ledger.assemble(conv.id, policy=policy_from_mapping({"working_set": {"max_files": 1, "when_needed": False}}), budget_tokens=3000, now=T0 + timedelta(minutes=3), persist=False)
     assert [t for role, t in texts(one) if role == "user"][-2].endswith("- src/auth/guard.ts (edited)\n    |   return next;\n- … 1 older files in the ledger")
     off = ledger.assemble(conv.id, policy=policy_from_mapping({"working_set": {"max_files": 0}}), budget_tokens=3000, now=T0 + timedelta(minutes=3), persist=False)
     assert "files read or edited" not in json.dumps(off.payload)
@@ -335,3 +337,30 @@ def test_replay_mode_is_validated_and_recorded(ledger: Ledger) -> None:
     assert auto.payload == exact.payload == estimate.payload  # the measurement never changes the selection
     with pytest.raises(InputError, match="unknown replay mode 'fast'"):
         ledger.assemble(conv.id, persist=False, replay="fast")
+
+
+def test_the_working_set_is_left_out_when_each_files_newest_exchange_is_sent_raw(ledger: Ledger) -> None:
+    rec = ledger.recorder()
+    conv = rec.start_conversation(title="fix", system_prompt="You fix bugs.")
+    rec.record_message(conv.id, "user", "Fix the redirect in src/auth/guard.ts.")
+    _call(rec, conv.id, "call_1", "Read", {"file_path": "src/pages/login.tsx"}, "1\timport { guard } from '../auth/guard';", when=T0)
+    _call(rec, conv.id, "call_2", "Edit", {"file_path": "src/auth/guard.ts", "old_string": "return '/home';", "new_string": "return next;"}, "The file src/auth/guard.ts has been updated.", when=T0 + timedelta(minutes=1))
+    rec.record_message(conv.id, "user", "Now add a test.")
+    now = T0 + timedelta(minutes=2)
+    whole = ledger.assemble(conv.id, budget_tokens=3000, now=now, persist=False)
+    # every file's newest exchange is in the request raw: the list would only repeat it
+    assert "files read or edited" not in json.dumps(whole.payload)
+    assert whole.record.omitted == {} and whole.record.assembled_tokens == whole.record.replay_tokens
+    # a stale read (the file edited later) is not raw: the list says what is current
+    _call(rec, conv.id, "call_3", "Read", {"file_path": "src/auth/guard.ts"}, "1\treturn next;", when=now)
+    _call(rec, conv.id, "call_4", "Edit", {"file_path": "src/auth/guard.ts", "old_string": "return next;", "new_string": "return next ?? '/';"}, "The file src/auth/guard.ts has been updated.", when=now + timedelta(minutes=1))
+    later = ledger.assemble(conv.id, budget_tokens=3000, now=now + timedelta(minutes=2), persist=False)
+    assert "files read or edited" not in json.dumps(later.payload)  # the newest exchange of each file (the edit) is raw
+    listed = ledger.assemble(conv.id, budget_tokens=3000, now=now + timedelta(minutes=2), persist=False, policy=_listing())
+    assert "- src/auth/guard.ts (edited)" in json.dumps(listed.payload)
+
+
+def _listing() -> Any:
+    from contextledger.policy.loader import policy_from_mapping
+
+    return policy_from_mapping({"working_set": {"when_needed": False}})

@@ -35,6 +35,7 @@ from contextledger.records.enums import (
     Visibility,
 )
 from contextledger.records.models import ToolMemory
+from contextledger.policy.loader import policy_from_mapping
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -263,6 +264,10 @@ def _working_set(r: AssemblyResult) -> list[str]:
     return [ln for ln in blocks[0].splitlines() if ln.startswith("- ")]
 
 
+LISTING = policy_from_mapping({"working_set": {"when_needed": False}})
+"""The working-set list even where each file's newest exchange is sent raw (these tests read it)."""
+
+
 def test_an_edit_on_a_fork_leaves_the_parents_read_current(ledger: Ledger) -> None:
     conv, fork, read, edit = _read_then_fork(ledger)
     scope, store = ledger.scope(), ledger.store
@@ -270,11 +275,11 @@ def test_an_edit_on_a_fork_leaves_the_parents_read_current(ledger: Ledger) -> No
     assert (stored[read.id].resolution_state, stored[read.id].limits) == (ResolutionState.CURRENT, None)
     assert stored[edit.id].payload[LINEAGE_STALE_KEY] == [read.id]
     now = T0 + timedelta(minutes=1)
-    main = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False, trace=True)
+    main = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False, policy=LISTING, trace=True)
     assert _tool_text(main, "r1") == _READ
     assert _working_set(main) == ["- src/a.py (read)"]
     assert not _names(main, edit) and "stale" not in main.record.omitted
-    alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False, trace=True)
+    alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False, policy=LISTING, trace=True)
     assert _tool_text(alt, "r1").startswith(f"[stale memory m{read.seq} · Read · observed 1 min ago]\nRead succeeded: read src/a.py lines 1-5")
     # stale on this lineage: never raw, not even in the recent tail (as for a read made
     # stale on its own branch)
@@ -287,9 +292,9 @@ def test_an_edit_on_a_fork_leaves_the_parents_read_current(ledger: Ledger) -> No
     rec = ledger.recorder()
     ask = rec.record_message(conv.id, "user", "And now?", branch_id=fork.id)
     grandchild = rec.fork(conv.id, ask.id, name="alt of alt", activate=False)
-    deeper = ledger.assemble(conv.id, branch_id=grandchild.id, now=now, persist=False)
+    deeper = ledger.assemble(conv.id, branch_id=grandchild.id, now=now, persist=False, policy=LISTING)
     assert _tool_text(deeper, "r1").startswith(f"[stale memory m{read.seq} ·")
-    main_again = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False)
+    main_again = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False, policy=LISTING)
     assert main_again.payload == main.payload
 
 
@@ -303,11 +308,11 @@ def test_a_read_on_a_fork_supersedes_the_parents_read_on_the_fork_only(ledger: L
     assert (stored[read.id].superseded_by, stored[read.id].resolution_state) == (None, ResolutionState.CURRENT)
     assert stored[again.id].supersedes == (read.id,)
     now = T0 + timedelta(minutes=1)
-    main = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False)
+    main = ledger.assemble(conv.id, branch_id=conv.root_branch_id, now=now, persist=False, policy=LISTING)
     assert _tool_text(main, "r1") == _READ and not _names(main, again)
-    alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False)
-    assert _tool_text(alt, "r1") == f"[superseded by m{again.seq}: see the newer result]"
-    assert _names(alt, again)  # the fork names its successor (so the check on main is not vacuous)
+    alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False, policy=LISTING)
+    # the successor is sent raw, unlabelled: the note does not cite a handle the request never shows
+    assert _tool_text(alt, "r1") == "[superseded by a newer result]" and _tool_text(alt, "r2") == _READ
 
 
 def test_an_edit_on_the_same_branch_still_makes_the_read_stale(ledger: Ledger) -> None:

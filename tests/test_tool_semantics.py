@@ -268,7 +268,7 @@ def test_working_set_states_created_deleted_rejected_and_read_after_edit(tmp_pat
             rec.record_assistant(conv.id, tool_calls=[{"call_id": call_id, "tool_name": tool, "arguments": args}])
             rec.record_tool_result(conv.id, call_id, out, is_error=is_error)
         rec.record_message(conv.id, "user", "What changed?")
-        payload = "\n".join(payload_texts(led.assemble(conv.id, budget_tokens=4000, persist=False).payload))
+        payload = "\n".join(payload_texts(led.assemble(conv.id, budget_tokens=4000, persist=False, policy=policy_from_mapping({"working_set": {"when_needed": False}})).payload))
     finally:
         led.close()
     lines = payload[payload.index(WS_HEAD):].split("\n")[1:]

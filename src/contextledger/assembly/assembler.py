@@ -73,6 +73,7 @@ from contextledger.assembly.visibility import VisibleUnits, tool_schemas, visibl
 from contextledger.assembly.working_set import (
     WORKING_SET_SCAN,
     read_file_memories,
+    without_redundant_listing,
     working_set_piece,
 )
 from contextledger.providers.base import ToolSchema
@@ -210,6 +211,8 @@ class Assembler:
         )
         selection, rehydrated = rehydrate(budgeter.select(system, pieces, lines), budgeter, store, req.scope)
         selection = excerpt_newest_result(selection, budgeter, store, req.scope)
+        if policy.working_set.when_needed:
+            selection = without_redundant_listing(selection)
         shown = constraints_shown(selection.request, rules.rules) if selection.system == system else ()
         if shown:  # sent once, in the user's own message: no restatement in the system blocks
             system = system_blocks(cands.messages, [r for r in rules.rules if r.id not in shown])

@@ -67,6 +67,9 @@ class Piece:
     """The newest tool exchange of the current turn: what the next step depends on (kept
     raw while it fits, else cut to a head-and-tail excerpt by lines; never dropped)."""
     working_set: bool = False
+    file_artifacts: tuple[tuple[str, ...], ...] = ()
+    """Of a working-set list naming every file in play: per file, the artifacts of its
+    newest exchange (see ``working_set.without_redundant_listing``)."""
     evict: tuple[int, int, int, int, tuple[int, int]] | None = None
     """The eviction key of an evidence line, once computed (see ``drop_order.eviction_key``)."""
     line: str | None = None

@@ -146,10 +146,13 @@ class WorkingSetSection(Section):
     Attributes:
         max_files: most files listed (0 turns the list off).
         max_share: most of the budget the list may take; files beyond it are counted.
+        when_needed: list only when the request does not already show each file's newest
+            exchange raw (``false``: list whenever there are files in play).
     """
 
     max_files: NonNegativeInt = 100
     max_share: Share = 0.3
+    when_needed: StrictBool = True
 
 
 class CandidatesSection(Section):
