@@ -25,7 +25,7 @@ from contextledger.bench.scale import build_shape, scale_now
 from contextledger.handles import memory_handle
 from contextledger.ledger import Ledger
 from contextledger.memory.links import LINEAGE_STALE_KEY, audience, plan_links, reaches
-from contextledger.policy.loader import default_policy
+from contextledger.policy.loader import default_policy, policy_from_mapping
 from contextledger.policy.rules import Rule
 from contextledger.records.enums import (
     OmissionReason,
@@ -35,7 +35,6 @@ from contextledger.records.enums import (
     Visibility,
 )
 from contextledger.records.models import ToolMemory
-from contextledger.policy.loader import policy_from_mapping
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
