@@ -36,7 +36,12 @@ import re
 from dataclasses import dataclass
 
 from contextledger.memory.dialects import begin_patch_paths, unified_diff_paths
-from contextledger.memory.extractors.shell_words import heredoc_owner, join_dir, pipelines, split_heredoc
+from contextledger.memory.extractors.shell_words import (
+    heredoc_owner,
+    join_dir,
+    pipelines,
+    split_heredoc,
+)
 
 __all__ = ["ShellEffects", "ShellWrite", "describe_writes", "shell_effects", "shell_write"]
 
