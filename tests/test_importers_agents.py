@@ -237,7 +237,7 @@ PORT = 2
 >>>>>>> REPLACE
 </thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b>
 
-#### Plan
+### Plan
 
 The port is wrong; here is the fix:
 
@@ -325,7 +325,7 @@ def test_aider_history(tmp_path: Path) -> None:
     assert users == ["Fix the port in config.py. Do not rename anything.", "/run python -c 'print(42)'", "write hello.py"]
     reply = next(m for m in t.messages if m.role is Role.ASSISTANT)
     assert isinstance(reply.parts[0], ThinkingPart) and "PORT = 1" in reply.parts[0].text
-    assert "#### Plan" in _text(reply) and "> not a tool line" in _text(reply)
+    assert "### Plan" in _text(reply) and "> not a tool line" in _text(reply)
     calls = [(c.tool_name, json.loads(c.arguments_json)) for c in _calls(t)]
     assert calls == [
         ("aider_search_replace", {"path": "config.py", "search": "PORT = 8000", "replace": "PORT = 8080"}),
@@ -351,6 +351,49 @@ def test_aider_detected_without_a_session_header(tmp_path: Path) -> None:
     path.write_text("> Applied edit to a.py  \n\n#### next step  \n\nOk.\n", encoding="utf-8")
     assert detect_format(path) == "aider-history"
     assert _shape(parse_file(path)) == ["system/meta", "user/chat", "assistant/chat"]
+
+
+# the same history as an editor leaves it once it strips the trailing spaces: typed lines
+# are told by their ``#### `` prefix, not by the two-space break
+AIDER_PLAIN = """
+# aider chat started at 2025-07-15 11:38:37
+
+> Main model: gpt-4o with diff edit format
+
+#### Fix the flaky retry test in tests/test_retry.py.
+#### Keep the public API unchanged.
+
+Raising the timeout fixes it.
+
+> Tokens: 1.2k sent, 40 received.
+
+#### /run pytest -q tests/test_retry.py
+
+> Add command output to the chat? (Y)es/(N)o [Yes]: y
+> Added 4 lines of output to the chat.
+
+#### now update the changelog
+
+Done.
+"""
+
+
+def test_aider_typed_lines_without_trailing_spaces(tmp_path: Path) -> None:
+    stripped, written = tmp_path / "stripped.md", tmp_path / "written.md"
+    stripped.write_text(AIDER_PLAIN, encoding="utf-8")
+    written.write_text("".join(line + ("  " if line.startswith(("#### ", "> ")) else "") + "\n" for line in AIDER_PLAIN.split("\n")[:-1]), encoding="utf-8")
+    a, b = parse_file(stripped), parse_file(written)
+    records = [[(m.role, m.kind, _text(m), m.source_ref, m.metadata) for m in t.messages] for t in (a, b)]
+    assert records[0] == records[1]
+    users = [_text(m) for m in a.messages if m.role is Role.USER and m.kind is MessageKind.CHAT]
+    assert users == [
+        "Fix the flaky retry test in tests/test_retry.py.\nKeep the public API unchanged.",
+        "/run pytest -q tests/test_retry.py",
+        "now update the changelog",
+    ]
+    assert [_text(m) for m in a.messages if m.role is Role.ASSISTANT] == ["Raising the timeout fixes it.", "Done."]
+    run = next(m for m in a.messages if m.kind is MessageKind.OBSERVATION)
+    assert (run.metadata["action"], run.metadata["action_tool"]) == ("pytest -q tests/test_retry.py", "aider_run")
 
 
 def test_aider_edit_formats() -> None:

@@ -3,8 +3,8 @@ state (policy ``[working_set]``).
 
 Seed 001 §6 problem 5 (a handoff lists files read with their staleness and files
 modified) and §4.3 (task state is hot).  One line per file, newest first, ``- <path>
-(<state>)`` (:func:`file_state`: created, edited, deleted, edit rejected, read, searched,
-read, changed since); an edited or created file is followed by its newest changed lines
+(<state>)`` (:func:`file_state`: created, edited, deleted, edit rejected, written,
+command failed, read, searched, read, changed since; a write lists every file it wrote); an edited or created file is followed by its newest changed lines
 (:func:`change_lines`, policy ``[edits] working_set_lines``), so what the file says now
 survives once the raw exchange is dropped.  Within ``max_files`` and ``max_share ×
 budget`` tokens: the files are chosen first (paths and states), then changed lines are
@@ -63,9 +63,9 @@ def working_set_piece(files: list[ToolMemory], ev: Evaluator, policy: Policy, to
     for m in sorted(files, key=lambda m: (m.seq, m.id), reverse=True):
         if not m.subject_key or not m.subject_key.startswith("file:") or not ev.memory_visible(m):
             continue
-        path = m.subject_key[5:]
-        if path and path not in latest:
-            latest[path] = (file_state(m, m.id in ev.lineage.stale), m)
+        for path in _listed_paths(m):
+            if path not in latest:
+                latest[path] = (file_state(m, m.id in ev.lineage.stale), m)
     latest = fold_relative_paths(latest)
     if not latest:
         return None
@@ -123,6 +123,17 @@ def without_redundant_listing(selection: Selection) -> Selection:
     return replace(selection, chosen=[p for p in selection.chosen if p is not listing], request=request)
 
 
+def _listed_paths(m: ToolMemory) -> list[str]:
+    """The files a memory puts in the working set: its subject's, then, for a write, every
+    other file it wrote (``payload["paths"]``: ``pytest | tee out.log && cat > notes.txt
+    <<EOF`` lists both)."""
+    paths = [m.subject_key[5:]] if m.subject_key else []
+    extra = m.payload.get("paths")
+    if str(m.payload.get("kind") or m.payload.get("extractor") or "") == "file_write" and isinstance(extra, list):
+        paths.extend(p for p in extra if isinstance(p, str))
+    return [p for p in dict.fromkeys(paths) if p]
+
+
 def fold_relative_paths(latest: dict[str, tuple[str, ToolMemory]]) -> dict[str, tuple[str, ToolMemory]]:
     """One entry per file when agents name it both ways: a relative path (``src/a.py``,
     from a shell command) that exactly one absolute path ends with (``/repo/src/a.py``,
@@ -142,14 +153,17 @@ def fold_relative_paths(latest: dict[str, tuple[str, ToolMemory]]) -> dict[str, 
 
 def file_state(m: ToolMemory, stale_on_lineage: bool) -> str:
     """The state the working set gives a file from its newest memory ``m``: ``created``,
-    ``edited``, ``deleted``, ``edit rejected``, ``searched``, ``read`` or ``read, changed
-    since`` (a read made stale by a later change is never shown as current)."""
+    ``edited``, ``deleted``, ``edit rejected`` (refused: nothing written), ``written,
+    command failed`` (a shell command that wrote the file and then failed), ``searched``,
+    ``read`` or ``read, changed since`` (a read made stale by a later change is never shown as current)."""
     kind = str(m.payload.get("kind") or m.payload.get("extractor") or "")
     if kind == "generated_file":
         return "created"
     if kind == "file_write":
         if m.payload.get("applied") is False:
             return "edit rejected"
+        if m.payload.get("command_failed"):
+            return "written, command failed"
         return "deleted" if m.payload.get("operation") == "delete" else "edited"
     verb = "searched" if kind == "file_search" else "read"
     if m.resolution_state is ResolutionState.STALE or stale_on_lineage:

@@ -4,7 +4,9 @@ Aider appends every session to ``.aider.chat.history.md`` (its ``InputOutput`` c
 
 * ``# aider chat started at 2025-07-15 11:38:37`` opens a session;
 * ``#### text`` lines are what the user typed (one line each; a multi-line prompt is a run
-  of them; every line ends with the two-space Markdown line break);
+  of them).  Aider ends each with the two-space Markdown line break, but the prefix alone
+  marks the line (Aider's own reader of this file, ``split_chat_history_markdown``, goes
+  by ``#### `` only), so a history whose trailing spaces an editor stripped reads the same;
 * ``> text`` starts a tool line — aider's own output (startup banner, token counts,
   "Applied edit to F", "Commit …", "Running CMD", confirmation prompts, errors); a
   multi-line one continues on lines without ``>`` up to the line that ends with the
@@ -81,9 +83,10 @@ def _strip_break(line: str) -> str:
 
 
 def _is_user_line(line: str) -> bool:
-    """A typed line: ``#### text`` with the two-space break (a ``####`` heading of a reply
-    has none)."""
-    return line.startswith("####") and (line.endswith("  ") or not line[4:].strip())
+    """A typed line: ``#### text`` (with or without the two-space break: a ``#### ``
+    heading in a reply reads as typed, as Aider itself reads it), a bare ``####`` (blank
+    input), or ``####text`` ending in the two-space break."""
+    return line.startswith("#### ") or (line.startswith("####") and (line.endswith("  ") or not line[4:].strip()))
 
 
 def _is_tool_line(line: str) -> bool:

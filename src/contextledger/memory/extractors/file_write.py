@@ -10,7 +10,10 @@ replaced an existing file (the result says so: "has been updated", "overwrote",
 files (:mod:`~contextledger.memory.extractors.shell_writes`).
 
 Payload keys: ``path``, ``paths`` (every file touched), ``operation``, ``applied`` (False
-when the tool rejected the edit), ``added_lines``, ``removed_lines`` (None when unknown),
+when the tool rejected the edit; a shell command only when the call was refused before it
+ran, :func:`~contextledger.memory.extractors.write_failures.call_refused`), ``command_failed``
+(a shell command that ran and failed: its redirections and ``tee`` files were written all
+the same: the summary ends "(command failed)"), ``added_lines``, ``removed_lines`` (None when unknown),
 ``new_content_sha256`` (when the full new content is known), ``diff`` (the unified diff,
 cut to the :class:`ChangeLimits`; None when there is none), ``diff_lines`` (its full
 length), ``new_text`` (the newest text of the edited region: the new side of every edit,
@@ -45,7 +48,7 @@ from contextledger.memory.extractors.textutil import (
     split_lines,
     unwrap,
 )
-from contextledger.memory.extractors.write_failures import write_failed
+from contextledger.memory.extractors.write_failures import call_refused, write_failed
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
 
 __all__ = ["ChangeLimits", "FileWriteExtractor", "bound_lines", "looks_like_patch", "overwrote_existing"]
@@ -245,16 +248,20 @@ class FileWriteExtractor:
         if len(action.effects) > 1:
             change.paths = [normalise_path(p) for p in action.paths]
             change.effects = describe_writes(action.effects)
-        extraction = self._extraction(item, body, change)
+        extraction = self._extraction(item, body, change, shell=action.sub == "shell")
         if action.sub == "shell" and action.command:
             extraction.payload["command"] = action.command
         return extraction
 
-    def _extraction(self, item: ToolInput, body: Any, change: _Change) -> Extraction:
+    def _extraction(self, item: ToolInput, body: Any, change: _Change, *, shell: bool = False) -> Extraction:
         paths = [p for p in dict.fromkeys(change.paths) if p]
         main_path = paths[0] if paths else ""
-        rejected = item.is_error or write_failed(item.result_text)
-        err = find_error(split_lines(body.text)) if rejected else None
+        if shell:  # a command that ran wrote its redirections whatever its exit status
+            rejected = call_refused(item.result_text)
+            command_failed = not rejected and (item.is_error or write_failed(item.result_text))
+        else:
+            rejected, command_failed = item.is_error or write_failed(item.result_text), False
+        err = find_error(split_lines(body.text)) if rejected or command_failed else None
         diff, diff_omitted = bound_lines(change.diff, self.limits)
         new_text, new_omitted = bound_lines(change.new_text, self.limits) if not looks_like_patch(change.new_text) else ([], len(change.new_text))
         payload: dict[str, Any] = {
@@ -273,10 +280,15 @@ class FileWriteExtractor:
         }
         if change.effects:
             payload["effects"] = change.effects
+        if command_failed:
+            payload["command_failed"] = True
         where = main_path + (f" (+{count_of(len(paths) - 1, 'file')})" if len(paths) > 1 else "")
+        first = body.text.strip().splitlines()[0] if body.text.strip() else "no output"
         if rejected:
-            first = body.text.strip().splitlines()[0] if body.text.strip() else "no output"
             summary = f"{change.operation} {where} rejected\n{err.error_line if err else cap(first)}"
+        elif command_failed:
+            done = "; ".join(change.effects) if change.effects else f"{change.operation} {where}"
+            summary = f"{done} (command failed)\n{err.error_line if err else cap(first)}"
         elif change.effects:
             summary = "; ".join(change.effects)
         elif change.operation == "delete":
@@ -292,7 +304,7 @@ class FileWriteExtractor:
             summary=summary,
             payload=payload,
             shape=Shape.DIFF,
-            context_kind=ContextKind.RECOVERY if rejected else ContextKind.OPERATIONAL,
+            context_kind=ContextKind.RECOVERY if rejected or command_failed else ContextKind.OPERATIONAL,
             freshness_class=FreshnessClass.SESSION,
             subject_key=f"file:{main_path}" if main_path else None,
             revalidation_tool=None,
@@ -300,7 +312,7 @@ class FileWriteExtractor:
             confidence=change.confidence,
             confidence_basis=ConfidenceBasis.DETERMINISTIC_PARSE if change.confidence == 1.0 else ConfidenceBasis.HEURISTIC,
             limits=f"{omitted} more changed lines in the recorded call" if omitted else None,
-            error_type=(err.error_type if err else "rejected") if rejected else None,
+            error_type=(err.error_type if err else ("rejected" if rejected else "command_failed")) if rejected or command_failed else None,
             line_range=prov_lines,
             byte_range=prov_bytes,
         )

@@ -17,7 +17,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-__all__ = ["UNKNOWN_DIR", "Pipeline", "join_dir", "pipelines", "split_heredoc", "tokens"]
+__all__ = ["UNKNOWN_DIR", "Pipeline", "heredoc_owner", "join_dir", "pipelines", "split_heredoc", "tokens"]
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _PIPELINE_SEPARATORS = frozenset({"&&", "||", ";", "&", ";;"})
@@ -58,6 +58,20 @@ def split_heredoc(command: str) -> tuple[str, str | None]:
         body.append(line)
     head = first[: m.start()] + first[m.end() :]
     return "\n".join([head, *after]) if after else head, "\n".join(body)
+
+
+def heredoc_owner(command: str) -> tuple[str, ...] | None:
+    """The leading words of the stage that reads the first here-document (``pytest | tee
+    out.log && cat > notes.txt <<EOF`` → ``("cat", ">", "notes.txt")``): the words before
+    ``<<`` back to the last pipeline or stage separator; ``None`` when there is no
+    here-document or that text cannot be tokenised."""
+    first = command.strip().partition("\n")[0]
+    m = _HEREDOC.search(first)
+    words = tokens(first[: m.start()]) if m else None
+    if words is None:
+        return None
+    cut = max((i for i, w in enumerate(words) if w in _PIPELINE_SEPARATORS or w in _STAGE_SEPARATORS), default=-1)
+    return tuple(w for w in words[cut + 1 :] if w not in _GROUPING)
 
 
 def tokens(line: str) -> list[str] | None:

@@ -36,7 +36,12 @@ import re
 from dataclasses import dataclass
 
 from contextledger.memory.dialects import begin_patch_paths, unified_diff_paths
-from contextledger.memory.extractors.shell_words import join_dir, pipelines, split_heredoc
+from contextledger.memory.extractors.shell_words import (
+    heredoc_owner,
+    join_dir,
+    pipelines,
+    split_heredoc,
+)
 
 __all__ = ["ShellEffects", "ShellWrite", "describe_writes", "shell_effects", "shell_write"]
 
@@ -190,6 +195,7 @@ def shell_effects(command: str, cwd: str | None = None) -> ShellEffects | None:
     if command.lstrip().startswith("<function="):
         return None  # a function call written as markup, not a shell command
     _, body = split_heredoc(command.strip())
+    owner = heredoc_owner(command)
     found = pipelines(command, cwd)
     if found is None:
         return None
@@ -198,8 +204,10 @@ def shell_effects(command: str, cwd: str | None = None) -> ShellEffects | None:
     for pipeline in found:
         last_writes = False
         for stage in pipeline.stages:
-            kept, redirected = _redirect_write(list(stage), body)
-            write = _segment_write(kept, body) or redirected
+            # the here-document is the input of its own stage only (not of a ``tee`` before it)
+            own = body if owner is None or stage[: len(owner)] == owner else None
+            kept, redirected = _redirect_write(list(stage), own)
+            write = _segment_write(kept, own) or redirected
             last_writes = write is not None
             if write is not None:
                 writes.append(_resolved(write, pipeline.cwd))

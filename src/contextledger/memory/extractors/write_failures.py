@@ -16,7 +16,7 @@ import re
 
 from contextledger.memory.extractors.textutil import unwrap
 
-__all__ = ["FAILURE_LEAD", "HEAD_CHARS", "REJECTED", "read_failed", "write_failed"]
+__all__ = ["FAILURE_LEAD", "HEAD_CHARS", "REFUSED", "REJECTED", "call_refused", "read_failed", "write_failed"]
 
 REJECTED: tuple[str, ...] = (
     "Your proposed edit has introduced new syntax error",
@@ -39,6 +39,25 @@ FAILURE_LEAD = re.compile(
     re.I,
 )
 """How a failure text starts (the first non-empty line)."""
+
+
+REFUSED = re.compile(
+    r"The user doesn't want to (?:proceed with this tool use|take this action)"
+    r"|The tool use was rejected"
+    r"|Permission to use \S+(?: with [^\n]*?)? (?:has been|was) denied"
+    r"|requested permissions? to (?:use|write to) [^\n]*?, but you haven't granted it",
+)
+"""How an agent runtime reports a call it never ran: the user refused it (Claude Code's
+"The user doesn't want to proceed with this tool use. The tool use was rejected …") or
+its permission settings denied it."""
+
+
+def call_refused(text: str) -> bool:
+    """Whether the result ``text`` says the call was refused before it ran (:data:`REFUSED`,
+    in its first :data:`HEAD_CHARS` characters once the runtime's banners are removed): a
+    refused shell command wrote nothing, whereas one that ran and exited nonzero may have
+    written its redirections and ``tee`` files.  Linear in the text's size."""
+    return REFUSED.search(unwrap(text).text.lstrip()[:HEAD_CHARS]) is not None
 
 
 def write_failed(text: str) -> bool:
