@@ -8,10 +8,12 @@
    forks for changed history, raw tool results as artifacts first);
 3. assemble under the policy with the request's own tools and budget
    (``x-contextledger-budget``, else the default of the model, else the policy's), less
-   what the client's body sends verbatim (:meth:`~.dialect.Dialect.reserved_tokens`): the
+   what the client's body sends as given (:meth:`~.dialect.Dialect.reserved_tokens`): the
    budget covers the whole upstream body the model reads (measured by the dialect on the
    body; an assembly that does not fit beside it is made once more with the excess cut);
-4. forward the client's body with its history replaced, with the client's own credential
+4. forward the client's body with its history replaced and every secret in what it
+   sends as given replaced by its marker (:func:`~.screening.screen_body`: the same
+   screen as recorded texts, so no secret reaches the provider), with the client's own credential
    headers (never stored or logged) and query string (``?beta=true``); stream the answer back chunk by chunk as it arrives
    and record the assistant turn (with its ModelRun: provider, model, assembly, usage) once
    the stream ended as the provider ends one; add
@@ -51,6 +53,7 @@ from contextledger.assembly.assembler import AssemblyResult
 from contextledger.errors import ContextLedgerError
 from contextledger.ids import new_id
 from contextledger.records.models import ModelRun
+from contextledger.security.secrets import screen_text
 from contextledger.server.proxy.chain import chain_keys
 from contextledger.server.proxy.dialect import Answer, Dialect, ledger_system_blocks
 from contextledger.server.proxy.events import events_of, note
@@ -63,6 +66,7 @@ from contextledger.server.proxy.reconcile import (
     record_chain,
     root_key,
 )
+from contextledger.server.proxy.screening import screen_body
 from contextledger.server.proxy.shadow import request_mode, shadow_headers, shadow_mark
 from contextledger.server.proxy.side_calls import forward_side_call, side_call
 from contextledger.server.proxy.sse import SseParser
@@ -126,8 +130,9 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
     parsed = dialect.parse(body)
+    clean = screen_body(body)  # what of the client's body goes upstream as given: screened as recorded texts are
     budget = _budget(request, service.settings, parsed.model)
-    reserved = dialect.reserved_tokens(body, parsed) + parsed.reserved_tokens
+    reserved = dialect.reserved_tokens(clean, parsed) + parsed.reserved_tokens
     if reserved and budget is None:  # what the client's body sends verbatim is part of the budget
         budget = ledger.runtime.resolve_policy(None).budget.default_budget_tokens
     t1 = time.perf_counter()
@@ -143,10 +148,11 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
     t2 = time.perf_counter()
     # the replay size is estimated from stored counts (constant work on the request path)
     system_sha = (conv.metadata.get("proxy") or {}).get("system_sha256")
+    own_system = screen_text(parsed.system_text).text
 
     def assemble(limit: int | None, replaces: str | None = None) -> tuple[AssemblyResult, dict[str, Any]]:
         result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=limit, scope=scope, replay="estimate", replaces=replaces)
-        return result, dialect.upstream_body(body, parsed, result, ledger_system_blocks(result, system_sha, parsed.system_text))
+        return result, dialect.upstream_body(clean, parsed, result, ledger_system_blocks(result, system_sha, own_system))
 
     result, upstream = assemble(max(1, budget - reserved) if budget is not None else None)
     # what the client sends as given (its tools, system, context) is measured on the body
