@@ -151,3 +151,28 @@ def test_no_secret_reaches_the_upstream_or_the_ledger(stack: Stack, path: str) -
     assert user.privacy_class is PrivacyClass.SECRET_LIKE
     assert [f["type"] for f in user.metadata["secrets"]["found"]] == ["AWS Access Key", "GitHub Token"]
     assert [p.text for p in user.parts if isinstance(p, TextPart)] == [USER.replace(AWS_KEY_ID, AWS_KEY_MARKER).replace(GITHUB, GITHUB_MARKER)]
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/v1/messages", {"model": "claude-haiku-4-5", "max_tokens": 1, "messages": [{"role": "user", "content": USER}]}),  # a probe: a side call
+    ("/v1/responses", {"model": "gpt-5", "previous_response_id": "resp_1", "input": [{"role": "user", "content": USER}]}),  # forwarded untouched
+    ("/v1/messages/count_tokens", {"model": "claude-sonnet-4-5", "system": SYSTEM, "messages": [{"role": "user", "content": USER}]}),
+])
+def test_bodies_forwarded_as_given_are_screened_too(stack: Stack, path: str, body: dict[str, Any]) -> None:
+    before = len(stack.upstream.received)
+    response = stack.proxy.post(path, json=body)
+    assert response.status_code == 200, response.text
+    [received] = stack.upstream.received[before:]
+    for secret in SECRETS:
+        assert secret.encode() not in received.raw, (path, secret)
+    assert json.dumps(USER.replace(AWS_KEY_ID, AWS_KEY_MARKER).replace(GITHUB, GITHUB_MARKER), ensure_ascii=False).encode() in received.raw
+    assert received.body["model"] == body["model"]
+
+
+def test_a_body_without_secrets_is_forwarded_byte_for_byte(stack: Stack) -> None:
+    raw = b'{"model": "gpt-5",  "previous_response_id": "resp_1", "input": [{"role": "user", "content": "and then?"}]}'
+    before = len(stack.upstream.received)
+    response = stack.proxy.post("/v1/responses", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    [received] = stack.upstream.received[before:]
+    assert received.raw == raw

@@ -25,7 +25,8 @@
 
 In shadow mode (:mod:`.shadow`: ``--proxy-mode shadow`` or ``x-contextledger-mode:
 shadow``) steps 1–3 and the answer's recording are the same, but step 4 forwards the
-client's body byte for byte; the assembly is marked with the tokens of both requests.
+client's body byte for byte (as every passthrough and side call, with any secret in it
+replaced by its marker); the assembly is marked with the tokens of both requests.
 Every answer's reported usage (:mod:`.usage`) is added to its assembly record and the
 ``/metrics`` token counters.
 
@@ -66,7 +67,7 @@ from contextledger.server.proxy.reconcile import (
     record_chain,
     root_key,
 )
-from contextledger.server.proxy.screening import screen_body
+from contextledger.server.proxy.screening import body_bytes, screen_body, screen_raw
 from contextledger.server.proxy.shadow import request_mode, shadow_headers, shadow_mark
 from contextledger.server.proxy.side_calls import forward_side_call, side_call
 from contextledger.server.proxy.sse import SseParser
@@ -121,16 +122,17 @@ def _budget(request: Request, settings: Any, model: str | None) -> int | None:
     return budget
 
 
-def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: str, shadow_raw: bytes | None = None) -> _Prepared:
+def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: str, shadow_raw: bytes | None = None, clean: dict[str, Any] | None = None) -> _Prepared:
     """Steps 1–3 (a worker thread: database work); with ``shadow_raw`` (the client's
-    bytes, to be sent as they are) the assembly is marked as a shadow one."""
+    bytes, screened, to be sent as they are) the assembly is marked as a shadow one.
+    ``clean`` is ``body`` screened (:func:`~.screening.screen_body`; screened here when not given)."""
     service = request.app.state.service
     ledger = service.ledger
     scope = Scope(tenant_id=tenant)
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
     parsed = dialect.parse(body)
-    clean = screen_body(body)  # what of the client's body goes upstream as given: screened as recorded texts are
+    clean = screen_body(body) if clean is None else clean  # what of the body goes upstream as given: screened as recorded texts are
     budget = _budget(request, service.settings, parsed.model)
     reserved = dialect.reserved_tokens(clean, parsed) + parsed.reserved_tokens
     if reserved and budget is None:  # what the client's body sends verbatim is part of the budget
@@ -215,7 +217,7 @@ def _write_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: A
 
 
 async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: str) -> Response:
-    """Forward ``raw`` untouched (a body the proxy cannot work with)."""
+    """Forward ``raw`` (a body the proxy cannot work with: the client's bytes, screened)."""
     _log.warning("%s forwarded untouched: %s", dialect.name, reason)
     note(request, "passthrough", dialect.name, reason)  # /metrics, /healthz and the inspector
     url = _with_query(request, dialect.upstream_base(request.app.state.service.settings) + dialect.upstream_path)
@@ -225,11 +227,12 @@ async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: s
 
 async def forward_other(request: Request, path: str, dialect: Dialect) -> Response:
     """Forward any other ``/v1`` request (``/v1/models``, ``/v1/messages/count_tokens`` …)
-    untouched to ``dialect``'s upstream (errors in its shape)."""
+    to ``dialect``'s upstream (errors in its shape): untouched, except that the secrets of a
+    JSON body are replaced by their markers (:func:`~.screening.screen_raw`)."""
     settings = request.app.state.service.settings
     base = dialect.upstream_base(settings) + ("/v1" if dialect.upstream_path.startswith("/v1/") else "")
     url = _with_query(request, f"{base}/{path}")
-    upstream = await _send(request, dialect, request.method, url, await request.body())
+    upstream = await _send(request, dialect, request.method, url, await run_in_threadpool(screen_raw, await request.body()))
     return upstream if isinstance(upstream, Response) else _untouched(upstream, {})
 
 
@@ -239,12 +242,15 @@ async def handle(request: Request, dialect: Dialect) -> Response:
     if isinstance(read, Response):
         return read
     raw, body, tenant = read
+    # a side call, a passthrough and a shadow request send the client's bytes: screened too
+    clean = await run_in_threadpool(screen_body, body)
+    raw = raw if clean is body else body_bytes(clean)
     side = side_call(request.headers, body, named=CONVERSATION_HEADER in request.headers)
     if side is not None:  # a title / quota probe …: never a conversation (.side_calls)
         return await forward_side_call(request, dialect, raw, side)
     try:
         shadow = request_mode(request.headers, request.app.state.service.settings.proxy_mode) == "shadow"
-        prep = await run_in_threadpool(_prepare, request, dialect, body, tenant, raw if shadow else None)
+        prep = await run_in_threadpool(_prepare, request, dialect, body, tenant, raw if shadow else None, clean)
     except ValueError as exc:  # a bad contextledger header
         return _error(dialect, 400, str(exc))
     except ContextLedgerError as exc:

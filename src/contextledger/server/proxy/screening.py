@@ -24,7 +24,7 @@ from typing import Any
 from contextledger.limits import loads_json
 from contextledger.security.secrets import redact_json_text, screen_text
 
-__all__ = ["MODEL_FIELDS", "screen_body"]
+__all__ = ["MODEL_FIELDS", "body_bytes", "screen_body", "screen_raw"]
 
 MODEL_FIELDS = ("system", "messages", "input", "instructions")
 """The body fields whose text a model reads (the three APIs' history and system prompt)."""
@@ -99,3 +99,22 @@ def screen_body(body: dict[str, Any]) -> dict[str, Any]:
             changed = changed or new is not body[name]
             out[name] = new
     return out if changed else body
+
+
+def body_bytes(body: dict[str, Any]) -> bytes:
+    """``body`` as compact UTF-8 JSON (what the proxy sends for a body it built)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def screen_raw(raw: bytes) -> bytes:
+    """The bytes of a request body to forward: ``raw`` itself unless it is a JSON object
+    with a secret in its :data:`MODEL_FIELDS`, then that object screened
+    (:func:`screen_body`) as compact JSON."""
+    try:
+        body = json.loads(raw) if raw else None
+    except ValueError:
+        return raw
+    if not isinstance(body, dict):
+        return raw
+    clean = screen_body(body)
+    return raw if clean is body else body_bytes(clean)
