@@ -43,6 +43,7 @@ from typing import Any
 from contextledger.assembly.assembler import AssemblyResult
 from contextledger.records.enums import Role
 from contextledger.records.parts import TextPart
+from contextledger.security.secrets import screen_text
 from contextledger.server.proxy.bodies import BodyDialect, BodyRequest
 from contextledger.server.proxy.dialect import Answer, AnswerStream
 from contextledger.server.proxy.reconcile import ParsedRequest
@@ -251,7 +252,8 @@ class AnthropicDialect(BodyDialect):
         if entries:
             parsed.messages = [m for m in parsed.messages if m.role is not Role.SYSTEM]
             texts = ("\n".join(p.text for p in m.parts if isinstance(p, TextPart)) for m in entries)
-            parsed.context = list(dict.fromkeys(t for t in texts if t.strip()))  # a repeated reminder once: the prefix stays put
+            # a repeated reminder once: the prefix stays put; sent upstream as given, so screened as recorded texts are
+            parsed.context = list(dict.fromkeys(screen_text(t).text for t in texts if t.strip()))
             parsed.reserved_tokens = sum(count_tokens(json.dumps({"type": "text", "text": t}, ensure_ascii=False, separators=(",", ":"))) for t in parsed.context)
         return parsed
 

@@ -8,10 +8,12 @@
    forks for changed history, raw tool results as artifacts first);
 3. assemble under the policy with the request's own tools and budget
    (``x-contextledger-budget``, else the default of the model, else the policy's), less
-   what the client's body sends verbatim (:meth:`~.dialect.Dialect.reserved_tokens`): the
+   what the client's body sends as given (:meth:`~.dialect.Dialect.reserved_tokens`): the
    budget covers the whole upstream body the model reads (measured by the dialect on the
    body; an assembly that does not fit beside it is made once more with the excess cut);
-4. forward the client's body with its history replaced, with the client's own credential
+4. forward the client's body with its history replaced and every secret in what it
+   sends as given replaced by its marker (:func:`~.screening.screen_body`: the same
+   screen as recorded texts, so no secret reaches the provider), with the client's own credential
    headers (never stored or logged) and query string (``?beta=true``); stream the answer back chunk by chunk as it arrives
    and record the assistant turn (with its ModelRun: provider, model, assembly, usage) once
    the stream ended as the provider ends one; add
@@ -23,7 +25,8 @@
 
 In shadow mode (:mod:`.shadow`: ``--proxy-mode shadow`` or ``x-contextledger-mode:
 shadow``) steps 1–3 and the answer's recording are the same, but step 4 forwards the
-client's body byte for byte; the assembly is marked with the tokens of both requests.
+client's body byte for byte (as every passthrough and side call, with any secret in it
+replaced by its marker); the assembly is marked with the tokens of both requests.
 Every answer's reported usage (:mod:`.usage`) is added to its assembly record and the
 ``/metrics`` token counters.
 
@@ -51,6 +54,7 @@ from contextledger.assembly.assembler import AssemblyResult
 from contextledger.errors import ContextLedgerError
 from contextledger.ids import new_id
 from contextledger.records.models import ModelRun
+from contextledger.security.secrets import screen_text
 from contextledger.server.proxy.chain import chain_keys
 from contextledger.server.proxy.dialect import Answer, Dialect, ledger_system_blocks
 from contextledger.server.proxy.events import events_of, note
@@ -63,6 +67,7 @@ from contextledger.server.proxy.reconcile import (
     record_chain,
     root_key,
 )
+from contextledger.server.proxy.screening import body_bytes, screen_body, screen_raw
 from contextledger.server.proxy.shadow import request_mode, shadow_headers, shadow_mark
 from contextledger.server.proxy.side_calls import forward_side_call, side_call
 from contextledger.server.proxy.sse import SseParser
@@ -117,17 +122,19 @@ def _budget(request: Request, settings: Any, model: str | None) -> int | None:
     return budget
 
 
-def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: str, shadow_raw: bytes | None = None) -> _Prepared:
+def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: str, shadow_raw: bytes | None = None, clean: dict[str, Any] | None = None) -> _Prepared:
     """Steps 1–3 (a worker thread: database work); with ``shadow_raw`` (the client's
-    bytes, to be sent as they are) the assembly is marked as a shadow one."""
+    bytes, screened, to be sent as they are) the assembly is marked as a shadow one.
+    ``clean`` is ``body`` screened (:func:`~.screening.screen_body`; screened here when not given)."""
     service = request.app.state.service
     ledger = service.ledger
     scope = Scope(tenant_id=tenant)
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
     parsed = dialect.parse(body)
+    clean = screen_body(body) if clean is None else clean  # what of the body goes upstream as given: screened as recorded texts are
     budget = _budget(request, service.settings, parsed.model)
-    reserved = dialect.reserved_tokens(body, parsed) + parsed.reserved_tokens
+    reserved = dialect.reserved_tokens(clean, parsed) + parsed.reserved_tokens
     if reserved and budget is None:  # what the client's body sends verbatim is part of the budget
         budget = ledger.runtime.resolve_policy(None).budget.default_budget_tokens
     t1 = time.perf_counter()
@@ -143,10 +150,11 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
     t2 = time.perf_counter()
     # the replay size is estimated from stored counts (constant work on the request path)
     system_sha = (conv.metadata.get("proxy") or {}).get("system_sha256")
+    own_system = screen_text(parsed.system_text).text
 
     def assemble(limit: int | None, replaces: str | None = None) -> tuple[AssemblyResult, dict[str, Any]]:
         result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=limit, scope=scope, replay="estimate", replaces=replaces)
-        return result, dialect.upstream_body(body, parsed, result, ledger_system_blocks(result, system_sha, parsed.system_text))
+        return result, dialect.upstream_body(clean, parsed, result, ledger_system_blocks(result, system_sha, own_system))
 
     result, upstream = assemble(max(1, budget - reserved) if budget is not None else None)
     # what the client sends as given (its tools, system, context) is measured on the body
@@ -209,7 +217,7 @@ def _write_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: A
 
 
 async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: str) -> Response:
-    """Forward ``raw`` untouched (a body the proxy cannot work with)."""
+    """Forward ``raw`` (a body the proxy cannot work with: the client's bytes, screened)."""
     _log.warning("%s forwarded untouched: %s", dialect.name, reason)
     note(request, "passthrough", dialect.name, reason)  # /metrics, /healthz and the inspector
     url = _with_query(request, dialect.upstream_base(request.app.state.service.settings) + dialect.upstream_path)
@@ -219,11 +227,12 @@ async def _passthrough(request: Request, dialect: Dialect, raw: bytes, reason: s
 
 async def forward_other(request: Request, path: str, dialect: Dialect) -> Response:
     """Forward any other ``/v1`` request (``/v1/models``, ``/v1/messages/count_tokens`` …)
-    untouched to ``dialect``'s upstream (errors in its shape)."""
+    to ``dialect``'s upstream (errors in its shape): untouched, except that the secrets of a
+    JSON body are replaced by their markers (:func:`~.screening.screen_raw`)."""
     settings = request.app.state.service.settings
     base = dialect.upstream_base(settings) + ("/v1" if dialect.upstream_path.startswith("/v1/") else "")
     url = _with_query(request, f"{base}/{path}")
-    upstream = await _send(request, dialect, request.method, url, await request.body())
+    upstream = await _send(request, dialect, request.method, url, await run_in_threadpool(screen_raw, await request.body()))
     return upstream if isinstance(upstream, Response) else _untouched(upstream, {})
 
 
@@ -233,12 +242,15 @@ async def handle(request: Request, dialect: Dialect) -> Response:
     if isinstance(read, Response):
         return read
     raw, body, tenant = read
+    # a side call, a passthrough and a shadow request send the client's bytes: screened too
+    clean = await run_in_threadpool(screen_body, body)
+    raw = raw if clean is body else body_bytes(clean)
     side = side_call(request.headers, body, named=CONVERSATION_HEADER in request.headers)
     if side is not None:  # a title / quota probe …: never a conversation (.side_calls)
         return await forward_side_call(request, dialect, raw, side)
     try:
         shadow = request_mode(request.headers, request.app.state.service.settings.proxy_mode) == "shadow"
-        prep = await run_in_threadpool(_prepare, request, dialect, body, tenant, raw if shadow else None)
+        prep = await run_in_threadpool(_prepare, request, dialect, body, tenant, raw if shadow else None, clean)
     except ValueError as exc:  # a bad contextledger header
         return _error(dialect, 400, str(exc))
     except ContextLedgerError as exc:

@@ -38,11 +38,13 @@ from starlette.datastructures import Headers
 from contextledger.errors import ContextLedgerError, InputError
 from contextledger.ids import new_id
 from contextledger.ledger import Ledger
+from contextledger.security.secrets import screen_text
 from contextledger.server.proxy.anthropic import AnthropicDialect
 from contextledger.server.proxy.chain import chain_keys
 from contextledger.server.proxy.dialect import Dialect, ledger_system_blocks
 from contextledger.server.proxy.events import note
 from contextledger.server.proxy.reconcile import conversation_for, record_chain, root_key
+from contextledger.server.proxy.screening import body_bytes, screen_body
 from contextledger.store.base import Scope
 
 __all__ = ["PROVIDER_HEADERS", "assembled_body", "count_tokens", "install_probes", "is_provider_client"]
@@ -160,7 +162,8 @@ def assembled_body(request: Request, dialect: Dialect, body: dict[str, Any]) -> 
         result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=budget, scope=scope,
                                  replay="estimate", persist=False)
         system_sha = (conv.metadata.get("proxy") or {}).get("system_sha256")
-        return dialect.upstream_body(body, parsed, result, ledger_system_blocks(result, system_sha, parsed.system_text))
+        # the same screen as the proxied request (:func:`~.pipeline._prepare`): no secret is counted upstream
+        return dialect.upstream_body(screen_body(body), parsed, result, ledger_system_blocks(result, system_sha, screen_text(parsed.system_text).text))
     finally:
         ledger.store.delete_conversation(scope, conv.id)
 
@@ -176,6 +179,8 @@ async def count_tokens(request: Request, dialect: Dialect, path: str) -> Respons
     if isinstance(read, Response):
         return read
     raw, body, _tenant = read
+    clean = await run_in_threadpool(screen_body, body)
+    raw = raw if clean is body else body_bytes(clean)  # sent as given in shadow mode and as a passthrough: screened
     extra: dict[str, str] = {}
     try:
         if request_mode(request.headers, request.app.state.service.settings.proxy_mode) == "shadow":

@@ -39,9 +39,16 @@ from contextledger.ingest.importers.build import first_user_title
 from contextledger.ingest.recorder import Recorder, message_token_count
 from contextledger.ingest.transcript import ImportedMessage
 from contextledger.ledger import Ledger
-from contextledger.records.enums import AuthorityLevel, MessageKind, Role, ToolCallStatus
+from contextledger.records.enums import (
+    AuthorityLevel,
+    MessageKind,
+    PrivacyClass,
+    Role,
+    ToolCallStatus,
+)
 from contextledger.records.models import Branch, Conversation, Message, ModelRun, ToolCall
 from contextledger.records.parts import ImagePart, Part, TextPart, ToolResultPart
+from contextledger.security.screen import screen_message, screen_text
 from contextledger.server.proxy.chain import fingerprint
 from contextledger.store import schema as S
 from contextledger.store.base import Scope
@@ -152,11 +159,13 @@ def conversation_for(ledger: Ledger, scope: Scope, header: str | None, parsed: P
     now = datetime.now(UTC)
     conv_id = new_id("conv")
     branch = Branch(id=new_id("br"), tenant_id=scope.tenant_id, conversation_id=conv_id, name="main", created_at=now)
-    title = first_user_title(parsed.messages)  # injected preambles are never a title
+    title = screen_text(first_user_title(parsed.messages)).text  # injected preambles are never a title; secrets never one
     system = parsed.system_text.strip()
+    parts, privacy, meta = screen_message([TextPart(text=system)], PrivacyClass.INTERNAL, None, ledger.runtime.put_restricted_blob) if system else ((), PrivacyClass.INTERNAL, {})
+    shown = "".join(p.text for p in parts if isinstance(p, TextPart))  # what the assembly renders of it (secrets redacted)
     conv = Conversation(
         id=conv_id, tenant_id=scope.tenant_id, title=title, root_branch_id=branch.id, active_branch_id=branch.id, source=source,
-        content_key=key, metadata={"proxy": {"system_sha256": _sha(system) if system else None}, "tools": parsed.tools}, created_at=now,
+        content_key=key, metadata={"proxy": {"system_sha256": _sha(shown) if system else None}, "tools": parsed.tools}, created_at=now,
     )
     with store.writer(scope) as w:
         if not w.add_conversation(conv, branch):
@@ -165,10 +174,10 @@ def conversation_for(ledger: Ledger, scope: Scope, header: str | None, parsed: P
             return other
         if system:
             seq = w.allocate_seq(conv_id)
-            parts: list[Part] = [TextPart(text=system)]
             w.add_message(Message(
                 id=new_id("msg"), tenant_id=scope.tenant_id, conversation_id=conv_id, branch_id=branch.id, seq=seq, role=Role.SYSTEM,
                 parts=tuple(parts), authority=AuthorityLevel.SYSTEM, token_count=message_token_count(parts), created_at=now,
+                privacy_class=privacy, metadata=meta,
             ))
     return conv
 
@@ -341,10 +350,12 @@ def _write(w: Writer, rec: Recorder, conv: Conversation, branch_id: str, parent_
     if art_id is not None and result is not None:
         parts = [result.model_copy(update={"artifact_id": art_id, "text": None if blob_key else result.text})]
     metadata = {**m.metadata, **extra, **({"model": m.model} if m.model else {})}
+    # the same screen as every importer: secrets redacted, the exact parts kept restricted
+    screened, privacy, metadata = screen_message(parts, PrivacyClass.INTERNAL, metadata, rec.runtime.put_restricted_blob)
     msg = Message(
         id=new_id("msg"), tenant_id=scope.tenant_id, conversation_id=conv.id, branch_id=branch_id, seq=seq, parent_message_id=parent_id,
-        role=role, kind=kind, parts=tuple(parts), authority=_authority(m), speaker_label=m.speaker_label, content_key=key, model_run_id=run_id,
-        token_count=message_token_count(parts), metadata=metadata, created_at=m.created_at or now,
+        role=role, kind=kind, parts=screened, authority=_authority(m), speaker_label=m.speaker_label, content_key=key, model_run_id=run_id,
+        token_count=message_token_count(screened), metadata=metadata, created_at=m.created_at or now, privacy_class=privacy,
     )
     w.add_message(msg)
     if call is not None and result is not None and art_id is not None:

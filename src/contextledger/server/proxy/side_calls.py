@@ -137,8 +137,9 @@ def side_call(headers: Mapping[str, str], body: Mapping[str, Any], *, named: boo
 
 
 async def forward_side_call(request: Request, dialect: Dialect, raw: bytes, side: SideCall) -> Response:
-    """Forward ``raw`` untouched to ``dialect``'s upstream; count it and show it in the
-    inspector (a ``side_call`` event), nothing recorded."""
+    """Forward ``raw`` (the client's bytes, secrets already screened by the caller) to
+    ``dialect``'s upstream; count it and show it in the inspector (a ``side_call``
+    event), nothing recorded."""
     from contextledger.server.proxy.upstream import _send, _untouched
 
     _log.info("%s side call forwarded untouched: %s", dialect.name, side.reason)
