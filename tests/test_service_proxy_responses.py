@@ -68,7 +68,8 @@ def test_reasoning_tool_loop(stack: tuple[str, ScriptedUpstream, Ledger], stream
     for req in got:
         assert req.headers["authorization"] == "Bearer sk-client"
         assert req.body["store"] is False and req.body["reasoning"] == {"effort": "low"} and req.body["tools"] == TOOLS
-        assert req.body["instructions"].startswith(INSTRUCTIONS) and CONSTRAINT in req.body["instructions"]
+        # the task is sent raw with its constraint: read there, not restated in the instructions
+        assert req.body["instructions"] == INSTRUCTIONS and CONSTRAINT in json.dumps(req.body["input"][0])
     sent = got[1].body["input"]
     # the continued turn goes upstream exactly as the client sent it (encrypted reasoning included)
     assert sent[-3:] == items[-3:]
