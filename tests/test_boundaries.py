@@ -211,8 +211,8 @@ def test_multi_model_each_sees_shared_transcript_and_only_its_own_state(ledger: 
         assert leaked not in body
     assert texts(rb) == [
         ("system", "Answer the user."), ("user", "Summarise my inbox."),
-        ("assistant", " calls b1"), ("tool", "B-RESULT: inbox zero method"),
-        ("assistant", "A: your inbox is empty."), ("assistant", "B: nothing new today."), ("user", "Thanks. Anything else?"),
+        ("assistant", "[model-b] calls b1"), ("tool", "B-RESULT: inbox zero method"),
+        ("assistant", "[model-a] A: your inbox is empty."), ("assistant", "[model-b] B: nothing new today."), ("user", "Thanks. Anything else?"),
     ]
     names = [m.get("name") for m in rb.payload["messages"]]
     assert names == [None, None, "model-b", None, "model-a", "model-b", None]
@@ -229,7 +229,7 @@ def test_multi_model_each_sees_shared_transcript_and_only_its_own_state(ledger: 
 
     shared = ledger.assemble(conv.id, now=NOW)
     assert [t for _, t in texts(shared)] == [
-        "Answer the user.", "Summarise my inbox.", "A: your inbox is empty.", "B: nothing new today.", "Thanks. Anything else?",
+        "Answer the user.", "Summarise my inbox.", "[model-a] A: your inbox is empty.", "[model-b] B: nothing new today.", "Thanks. Anything else?",
     ]
     assert shared.record.omitted == {"participant_private": 10}
 
@@ -245,7 +245,7 @@ def test_unresolved_call_visible_to_owner_not_to_sibling(ledger: Ledger) -> None
     ra = ledger.assemble(conv.id, participant_id=a.id, now=NOW)
     assert texts(ra) == [
         ("user", "deploy"),
-        ("assistant", '[awaiting approval, no result yet: dep1 deploy({"env":"prod"})]'),
+        ("assistant", '[a] [awaiting approval, no result yet: dep1 deploy({"env":"prod"})]'),
     ]
     assert [m.get("name") for m in ra.payload["messages"]] == [None, "a"]
     rb = ledger.assemble(conv.id, participant_id=b.id, now=NOW)

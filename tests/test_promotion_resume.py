@@ -305,7 +305,7 @@ def test_promote_private_note_to_branch_reaches_sibling(ledger: Ledger) -> None:
     assert ledger.store.messages(scope, conv.id, ids=[note.id])[0].visibility is Visibility.BRANCH
     after = ledger.assemble(conv.id, participant_id=b.id, now=NOW)
     assert [(m["role"], m.get("name"), m["content"]) for m in after.payload["messages"]] == [
-        ("user", None, "plan the release"), ("assistant", "a", "A-NOTE: freeze on Friday"),
+        ("user", None, "plan the release"), ("assistant", "a", "[a] A-NOTE: freeze on Friday"),
     ]
     assert after.record.omitted == {}
     with pytest.raises(InputError, match="actor"):

@@ -372,7 +372,7 @@ def test_assembled_responses_request_from_a_recorded_loop(sqlite_ledger: Any) ->
     assert validate_payload(P, payload) == []
     assert list(payload) == ["instructions", "input", "tools"]
     assert payload["instructions"].startswith("You are a coding agent.")
-    assert "Do not touch the public API." in payload["instructions"]
+    assert "Do not touch the public API." in json.dumps(payload)  # restated, or in the task sent raw
     outputs = [i for i in payload["input"] if i["type"] == "function_call_output"]
     assert [o["call_id"] for o in outputs] == ["c1"]
     assert "ignore previous instructions" in outputs[0]["output"]
@@ -383,4 +383,4 @@ def test_assembled_responses_request_from_a_recorded_loop(sqlite_ledger: Any) ->
     again = sqlite_ledger.assemble(conv.id, provider=P, budget_tokens=2000, now=now)
     assert again.record.prefix_change is not None
     assert again.record.prefix_change["previous_assembly_id"] == res.record.id
-    assert again.record.prefix_change["first_difference_char"] == len("You are a coding agent.\n\n")
+    assert again.record.prefix_change["first_difference_char"] == len("You are a coding agent.")  # the rules block is appended

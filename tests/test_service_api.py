@@ -3,6 +3,7 @@ compaction, promotion; problem details; API keys and tenants."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def test_record_assemble_explain_rehydrate(client: TestClient) -> None:
     asm = client.post(f"/api/conversations/{cid}/assemble", json={"provider": "anthropic", "budget_tokens": 3000, "trace": True})
     assert asm.status_code == 200, asm.text
     body = asm.json()
-    assert body["assembled_tokens"] <= 3000 and "Never push to main" in body["payload"]["system"]
+    assert body["assembled_tokens"] <= 3000 and "Never push to main" in json.dumps(body["payload"])
     expl = client.get(f"/api/assemblies/{body['assembly_id']}/explain").json()
     assert expl["assembly_id"] == body["assembly_id"] and expl["trace_kept"] is True
     why = client.get(f"/api/assemblies/{body['assembly_id']}/why-not/{user.json()['message']['id']}").json()
