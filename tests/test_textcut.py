@@ -196,7 +196,7 @@ def test_the_last_resort_cut_keeps_markers_whole() -> None:
 # the grammar of the markers whose parts a cut used to split (independent of textcut's own)
 _STRICT = {
     "[artifact ": re.compile(r"\[artifact a[1-9]\d*, [\d,]+ bytes(?:, sha256:[0-9a-f]{12})?\]"),
-    "[… ": re.compile(r"\[… (?:[\d,]+ lines \([\d,]+ tokens\)|(?:≈[\d,]+ \(±[\d,]+\)|[\d,]+) tokens) omitted; full text in the ledger(?: \((?:artifact a[1-9]\d*|message \d+|system prompt)\))? …\]"),
+    "[… ": re.compile(r"\[… (?:[\d,]+ lines? \([\d,]+ tokens?\)|(?:≈[\d,]+ \(±[\d,]+\)|[\d,]+) tokens?) omitted; full text in the ledger(?: \((?:artifact a[1-9]\d*|message \d+|system prompt)\))? …\]"),
     "[memory ": re.compile(r"\[memory m[1-9]\d* · [a-z_]+ · observed [0-9T:Z-]+(?: · confidence [\d.]+ [a-z_]+)?\]"),
     "[stale memory ": re.compile(r"\[stale memory m[1-9]\d* · [^\[\]\n]+\]"),
 }
