@@ -15,6 +15,7 @@ from contextledger.ledger import Ledger
 from contextledger.memory.extractors.base import ToolInput
 from contextledger.memory.extractors.registry import default_registry
 from contextledger.memory.extractors.shell_writes import shell_effects
+from contextledger.policy.loader import policy_from_mapping
 
 COMMAND = "pytest | tee out.log && cat > notes.txt <<EOF\nflaky: test_retry\nEOF"
 FAILED = "Exit code 1\n============ FAILURES ============\nFAILED tests/test_retry.py::test_retry - assert 2 == 3\n1 failed in 0.12s"
@@ -68,7 +69,7 @@ def test_working_set_lists_every_file_of_a_failed_command(tmp_path: Path) -> Non
             rec.record_assistant(conv.id, tool_calls=[{"call_id": call_id, "tool_name": "Bash", "arguments": {"command": command}}])
             rec.record_tool_result(conv.id, call_id, out, is_error=is_error)
         rec.record_message(conv.id, "user", "What did you write?")
-        payload = "\n".join(payload_texts(led.assemble(conv.id, budget_tokens=4000, persist=False).payload))
+        payload = "\n".join(payload_texts(led.assemble(conv.id, budget_tokens=4000, persist=False, policy=policy_from_mapping({"working_set": {"when_needed": False}})).payload))
     finally:
         led.close()
     lines = payload[payload.index(WS_HEAD):].split("\n")[1:]

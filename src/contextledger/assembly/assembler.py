@@ -41,6 +41,7 @@ from contextledger.assembly.citations import settle_request
 from contextledger.assembly.epoch import EpochState, find_state, remember
 from contextledger.assembly.epoch_extend import Extended, Extending, extend, fixed_of, plan_epoch
 from contextledger.assembly.evaluate import Evaluator
+from contextledger.assembly.listing import without_redundant_listing
 from contextledger.assembly.pins import constraints_shown
 from contextledger.assembly.record import (
     ASSEMBLER_VERSION,
@@ -73,7 +74,6 @@ from contextledger.assembly.visibility import VisibleUnits, tool_schemas, visibl
 from contextledger.assembly.working_set import (
     WORKING_SET_SCAN,
     read_file_memories,
-    without_redundant_listing,
     working_set_piece,
 )
 from contextledger.providers.base import ToolSchema

@@ -17,7 +17,6 @@ the absolute one (:func:`fold_relative_paths`).  Paths and lines come from tool 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from contextledger.assembly.pieces import NOTE_SEQ, Piece, message_cost
@@ -28,7 +27,6 @@ from contextledger.records.models import ToolMemory
 from contextledger.records.parts import TextPart
 
 if TYPE_CHECKING:
-    from contextledger.assembly.budget import Selection
     from contextledger.assembly.candidates import CandidateSet
     from contextledger.assembly.evaluate import Evaluator
     from contextledger.policy.model import Policy
@@ -36,7 +34,7 @@ if TYPE_CHECKING:
     from contextledger.store.sql import SqlStore
     from contextledger.tokens import Tokenizer
 
-__all__ = ["WORKING_SET_SCAN", "change_lines", "drop_working_set", "file_state", "fold_relative_paths", "read_file_memories", "without_redundant_listing", "working_set_piece"]
+__all__ = ["WORKING_SET_SCAN", "change_lines", "drop_working_set", "file_state", "fold_relative_paths", "read_file_memories", "working_set_piece"]
 
 WORKING_SET_SCAN = 600
 """The working set lists the files among the newest this-many memories of each lineage
@@ -105,22 +103,6 @@ def working_set_piece(files: list[ToolMemory], ev: Evaluator, policy: Policy, to
     if len(latest) == len(lines):
         piece.file_artifacts = tuple(tuple(mem.source_artifact_ids) for _, _, mem in chosen)
     return piece
-
-
-def without_redundant_listing(selection: Selection) -> Selection:
-    """``selection`` without its working-set list when the list tells nothing the request
-    does not show: it names every file in play and the newest exchange of each is sent
-    raw (not as a memory, a stale marker or an excerpt), so each file's path and state are
-    read there.  A small session sent whole is then its replay (issue "What a new user
-    found", item 9); a list that counts older files, or any file whose newest exchange is
-    not raw, keeps the whole list."""
-    raw = {a for p in selection.chosen if not p.stale and not p.working_set for a in p.raw_artifacts}
-    listing = next((p for p in selection.chosen if p.working_set), None)
-    if listing is None or not listing.file_artifacts or not all(any(a in raw for a in arts) for arts in listing.file_artifacts):
-        return selection
-    drop = {id(m) for m in listing.messages}
-    request = replace(selection.request, messages=tuple(m for m in selection.request.messages if id(m) not in drop))
-    return replace(selection, chosen=[p for p in selection.chosen if p is not listing], request=request)
 
 
 def _listed_paths(m: ToolMemory) -> list[str]:

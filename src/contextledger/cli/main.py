@@ -209,7 +209,7 @@ def _print_assembly(d: dict[str, object]) -> None:
     if isinstance(omitted, dict) and omitted:
         console.print("omitted / reshaped by reason: " + ", ".join(f"{k}={v}" for k, v in sorted(omitted.items())))
     if d.get("over_budget"):
-        err_console.print(f"warning: the mandatory content (system prompt, constraints, current request, recovery state) needs {d['assembled_tokens']:,} tokens, more than the budget ({d['budget_tokens']:,})", markup=False)
+        err_console.print(f"warning: the mandatory content (system prompt, constraints, current request, recovery state) needs {d['assembled_tokens']:,} tokens, more than the budget ({d['budget_tokens']:,})", markup=False, soft_wrap=True)
     console.print(f"messages {d['legacy_message_count']} → {d['assembled_message_count']}; memories {d['selected_memory_count']}; raw artifacts {d['raw_artifact_count']}; timings {d['timings_ms']}")
 
 
