@@ -60,7 +60,7 @@ from contextledger.providers.base import (
     ToolSchema,
     WireMessage,
     clean_schema,
-    speaker_labelled,
+    label_first_text,
 )
 from contextledger.providers.openai_chat import (
     IMAGE_MEDIA_TYPES,
@@ -211,12 +211,7 @@ def _blocks(
                     "input": parse_tool_input(part.arguments_json),
                 }
             )
-    if message.name:
-        first_text = next((b for b in blocks if b["type"] == "text"), None)
-        if first_text is not None:
-            first_text["text"] = speaker_labelled(first_text["text"], message.name)
-        else:
-            blocks.insert(0, {"type": "text", "text": speaker_labelled("", message.name)})
+    label_first_text(blocks, message.name)
     return blocks
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from contextledger.records.parts import Part
 
-__all__ = ["NeutralRequest", "ToolSchema", "WireMessage", "clean_schema", "schema_null_problems", "speaker_labelled"]
+__all__ = ["NeutralRequest", "ToolSchema", "WireMessage", "clean_schema", "label_first_text", "schema_null_problems", "speaker_labelled"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +70,21 @@ def speaker_labelled(text: str, name: str | None) -> str:
     if not name:
         return text
     return f"[{name}] {text}" if text else f"[{name}]"
+
+
+def label_first_text(parts: list[dict[str, Any]], name: str | None, *, text_type: str = "text") -> None:
+    """Put speaker ``name``'s label (:func:`speaker_labelled`) on the first part of
+    ``parts`` whose ``"type"`` is ``text_type`` (``"text"`` for Chat and Messages,
+    ``"input_text"`` for Responses), in place; when no part is text a labelled text part
+    is inserted first.  Nothing changes when ``name`` is ``None`` or ``""``.  ``parts`` is
+    a list of wire-format content parts (dicts with a ``"type"`` key)."""
+    if not name:
+        return
+    first = next((p for p in parts if p["type"] == text_type), None)
+    if first is not None:
+        first["text"] = speaker_labelled(first["text"], name)
+    else:
+        parts.insert(0, {"type": text_type, "text": speaker_labelled("", name)})
 
 
 _DATA_KEYWORDS = frozenset({"default", "const", "enum", "examples", "example"})

@@ -63,6 +63,7 @@ from contextledger.providers.base import (
     ToolSchema,
     WireMessage,
     clean_schema,
+    label_first_text,
     speaker_labelled,
 )
 from contextledger.records.parts import (
@@ -504,12 +505,7 @@ def _user_message(message: WireMessage, resolve_blob: BlobResolver | None) -> di
                 parts.append({"type": "text", "text": image_placeholder(part)})
         elif isinstance(part, BinaryPart):
             parts.append({"type": "text", "text": binary_placeholder(part)})
-    if message.name:
-        first = next((p for p in parts if p["type"] == "text"), None)
-        if first is not None:
-            first["text"] = speaker_labelled(first["text"], message.name)
-        else:
-            parts.insert(0, {"type": "text", "text": speaker_labelled("", message.name)})
+    label_first_text(parts, message.name)
     out = _head(message)
     if all(p["type"] == "text" for p in parts):
         out["content"] = "\n".join(p["text"] for p in parts)

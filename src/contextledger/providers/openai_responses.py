@@ -73,6 +73,7 @@ from contextledger.providers.base import (
     ToolSchema,
     WireMessage,
     clean_schema,
+    label_first_text,
     speaker_labelled,
 )
 from contextledger.providers.openai_chat import (
@@ -183,12 +184,7 @@ def user_item(message: WireMessage, resolve_blob: BlobResolver | None = None) ->
             parts.append(image if image is not None else {"type": "input_text", "text": image_placeholder(part)})
         elif isinstance(part, BinaryPart):
             parts.append({"type": "input_text", "text": binary_placeholder(part)})
-    if message.name:
-        first = next((p for p in parts if p["type"] == "input_text"), None)
-        if first is not None:
-            first["text"] = speaker_labelled(first["text"], message.name)
-        else:
-            parts.insert(0, {"type": "input_text", "text": speaker_labelled("", message.name)})
+    label_first_text(parts, message.name, text_type="input_text")
     content: str | list[dict[str, Any]]
     if all(p["type"] == "input_text" for p in parts):
         content = "\n".join(p["text"] for p in parts)
