@@ -119,7 +119,10 @@ class Shaper:
             msgs.extend(acc.results)
             return msgs
         calls, extra = acc.calls, acc.extra
-        big_args = any(len(c.arguments_json) > ev.tool_max_bytes(c.tool_name) for c in calls)
+        # a signed turn in the tail is the one a tool loop continues: the provider gets it
+        # whole (the proxy sends it as the client did), so it is rendered and counted whole
+        signed = raw and any(isinstance(p, ThinkingPart) and p.signature for p in head.parts)
+        big_args = not signed and any(len(c.arguments_json) > ev.tool_max_bytes(c.tool_name) for c in calls)
         compact = (not raw) or big_args
         if compact and any(len(c.arguments_json) > 160 for c in calls):
             ev.shape_record(head.id, "message", Shape.EXTRACT, OmissionReason.REPLACED_BY_MEMORY, "long tool-call arguments cut; the exact call is in the ledger")

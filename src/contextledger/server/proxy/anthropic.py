@@ -19,7 +19,8 @@ client placed one there, and inside an epoch, while the API's four allow, one ma
 end of the frozen prefix (the last message the request reuses unchanged from the previous
 one, ``record.epoch["reused_messages"]``).  Every older assistant message
 the assembly renders as the client's own turn without its signed thinking goes upstream
-with it too, so each turn is sent the same way on every request.
+as the client sent it too — the same turn even where the records do not keep a field of
+it (a tool call's ``caller``) — so each turn is sent the same way on every request.
 
 Session: Claude Code names its session in ``x-claude-code-session-id`` and in
 ``metadata.user_id`` (a JSON object with ``session_id``, or the older
@@ -154,12 +155,29 @@ def _continued_turn(messages: list[Any]) -> dict[str, Any] | None:
     return turn if any(isinstance(b, dict) and b.get("type") in _THINKING for b in turn["content"]) else None
 
 
-def _strip(message: dict[str, Any]) -> dict[str, Any]:
-    """``message`` without its thinking blocks and cache markers (as the assembly renders it)."""
+def _plain_blocks(message: dict[str, Any]) -> list[Any] | None:
+    """The blocks of ``message`` without its thinking blocks and cache markers (as the
+    assembly renders it); ``None`` for a string content."""
     content = message.get("content")
     if not isinstance(content, list):
-        return message
-    return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in _without_thinking(content)]}
+        return None
+    return [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in _without_thinking(content)]
+
+
+def _fingerprint(blocks: Sequence[Any]) -> str:
+    """What identifies a turn however it is rendered: each block's type and its tool call
+    id or text."""
+    return json.dumps([[b.get("type"), b.get("id"), b.get("text")] if isinstance(b, dict) else b for b in blocks], sort_keys=True)
+
+
+def _same_turn(assembled: Sequence[Any], client: Sequence[Any]) -> bool:
+    """Whether ``assembled`` renders the client's turn ``client``: block for block, every
+    field of the assembled block equal in the client's, which may carry more (fields the
+    records do not keep, such as a tool call's ``caller``)."""
+    return len(assembled) == len(client) and all(
+        all(k in c and c[k] == v for k, v in a.items()) if isinstance(a, dict) and isinstance(c, dict) else a == c
+        for a, c in zip(assembled, client, strict=True)
+    )
 
 
 def _without_thinking(content: list[Any]) -> list[Any]:
@@ -179,17 +197,24 @@ def _signed(message: dict[str, Any]) -> bool:
 
 def _keep_signed_turns(messages: list[dict[str, Any]], client: list[Any]) -> None:
     """Every assembled assistant message that is the client's own turn without its signed
-    thinking goes upstream as the client sent it, thinking included: the continued turn
-    has to (the API refuses a modified one), and an older turn rendered the same way on
-    every request keeps the prefix the provider saw byte-stable.  The client's body
+    thinking (:func:`_same_turn`: a field the records do not keep, such as a tool call's
+    ``caller``, does not make it another turn) goes upstream as the client sent it,
+    thinking included: the continued turn has to (the API refuses a modified one), and
+    every later request sends it the same way, so the prefix the provider saw stays
+    byte-stable.  The client's body
     is the only source of these blocks, so a signature always comes from the Messages
     API it was issued by (never another provider's opaque reasoning)."""
-    signed = {json.dumps(_strip(m), sort_keys=True): m for m in client if isinstance(m, dict) and m.get("role") == "assistant" and _signed(m)}
+    signed: dict[str, list[tuple[list[Any], dict[str, Any]]]] = {}
+    for m in client:
+        blocks = _plain_blocks(m) if isinstance(m, dict) and m.get("role") == "assistant" and _signed(m) else None
+        if blocks is not None:
+            signed.setdefault(_fingerprint(blocks), []).append((blocks, m))
     if not signed:
         return
     for i, m in enumerate(messages):
-        if m.get("role") == "assistant":
-            hit = signed.get(json.dumps(_strip(m), sort_keys=True))
+        blocks = _plain_blocks(m) if m.get("role") == "assistant" else None
+        if blocks is not None:
+            hit = next((c for plain, c in signed.get(_fingerprint(blocks), ()) if _same_turn(blocks, plain)), None)
             if hit is not None:
                 messages[i] = hit
 
