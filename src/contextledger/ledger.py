@@ -158,6 +158,7 @@ class Ledger:
         persist: bool = True,
         replay: str = "auto",
         replaces: str | None = None,
+        defer: bool = False,
     ) -> AssemblyResult:
         """Assemble the context of the next model request and record it.
 
@@ -178,6 +179,10 @@ class Ledger:
                 estimate beyond; ``record.replay_mode`` says which.
             replaces: the id of an assembly of this same request that was not sent
                 (made again, e.g. with a smaller budget): never the epoch state.
+            defer: return a provisional record (id, counts, epoch) and write the full
+                record later (:mod:`contextledger.store.deferred`: started with
+                ``store.deferred.start(record.id)``; any read of the conversation's
+                assemblies in this process writes it first).
 
         Raises:
             NotFoundError: unknown conversation, branch or participant.
@@ -198,6 +203,7 @@ class Ledger:
             persist=persist,
             replay=replay,
             replaces=replaces,
+            defer=defer,
         )
 
     def compact(self, conversation_id: str, *, branch_id: str | None = None, keep_recent_units: int = 6, now: datetime | None = None, scope: Scope | None = None) -> Compaction:

@@ -30,9 +30,10 @@ sorted by ``seq`` / call index / id, never by dict order or wall clock.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.authority import RulesInForce, rules_in_force
 from contextledger.assembly.budget import Budgeter
@@ -48,6 +49,7 @@ from contextledger.assembly.record import (
     Assembled,
     AssemblyResult,
     persist,
+    provisional_record,
     record_assembly,
 )
 from contextledger.assembly.rehydrate import excerpt_newest_result, rehydrate
@@ -76,9 +78,11 @@ from contextledger.assembly.working_set import (
     read_file_memories,
     working_set_piece,
 )
-from contextledger.providers.base import ToolSchema
+from contextledger.providers.base import NeutralRequest, ToolSchema
 from contextledger.records.enums import RuntimeKind
+from contextledger.records.models import ContextAssembly
 from contextledger.store.base import Scope
+from contextledger.store.deferred import PendingAssembly
 
 if TYPE_CHECKING:
     from contextledger.assembly.candidates import CandidateSet
@@ -122,11 +126,14 @@ class Assembler:
         persist: bool = True,
         replay: str = "auto",
         replaces: str | None = None,
+        defer: bool = False,
     ) -> AssemblyResult:
         """Assemble, serialize, count and (by default) persist one request.
 
         ``replaces``: the id of an assembly of this same request that was not sent (it
-        never becomes the epoch state, :mod:`.epoch`).
+        never becomes the epoch state, :mod:`.epoch`).  ``defer`` (with ``persist``): the
+        result carries a provisional record and the full record is a pending job of
+        ``store.deferred`` (:mod:`contextledger.store.deferred`).
 
         ``replay`` is how the naive full-transcript request is measured for the record:
         ``"exact"`` serializes and counts it (work grows with the history),
@@ -142,7 +149,7 @@ class Assembler:
         req = AssemblyRequest(
             scope=scope, conversation_id=conversation_id, branch_id=branch_id, participant_id=participant_id, provider=provider,
             budget_tokens=budget_tokens, now=now, trace=trace, runtime_kind=runtime_kind, persist=persist, replay=replay,
-            replaces=replaces,
+            replaces=replaces, defer=defer,
         )
         return self.run(req)
 
@@ -227,13 +234,41 @@ class Assembler:
             rehydrated=rehydrated, payload=out.payload, tokens=out.tokens, replay_tokens=replay_tokens, legacy_count=legacy_count,
             prefix_hash=stable_prefix_hash(system, tools), considered=pieces, timings_ms={"query": round(_ms(t0, t1) - cands.retrieval_ms, 3), "retrieval": round(cands.retrieval_ms, 3), "policy_eval": _ms(t1, t2), "serialization": _ms(t2, t3)},
         )
-        record = record_assembly(assembled, cands, ev, policy, self.tok, store=store, keep_trace=req.trace, compare_prefix=req.persist)
+        provisional = provisional_record(assembled, policy, epoch=None)
+        epoch = None
         if state is not None:
-            record = record.model_copy(update={"epoch": plan_epoch(record, state, reason, cands, selection, (system, tools), fixed=fixed, target=target, policy=policy, ev=ev, in_tail=shown)})
+            epoch = plan_epoch(provisional, state, reason, cands, selection, (system, tools), fixed=fixed, target=target, policy=policy, ev=ev, in_tail=shown)
+        return self._record(req, (assembled, cands, ev), provisional, selection.request, lambda r: r if epoch is None else r.model_copy(update={"epoch": epoch}), epoch)
+
+    def _record(
+        self, req: AssemblyRequest, made: tuple[Assembled, CandidateSet, Evaluator], provisional: ContextAssembly, request: NeutralRequest,
+        finish: Callable[[ContextAssembly], ContextAssembly], epoch: dict[str, Any] | None,
+    ) -> AssemblyResult:
+        """Stage 10: the record of the request (``finish`` adds the epoch fields), persisted
+        now, or — with ``req.defer`` — a pending job of ``store.deferred`` writing the
+        record under ``provisional``'s id, the result carrying ``provisional`` with
+        ``epoch``."""
+        assembled, cands, ev = made
+        store, policy, payload = self.store, self.policy, assembled.payload
+
+        def full() -> ContextAssembly:
+            record = record_assembly(assembled, cands, ev, policy, self.tok, store=store, keep_trace=req.trace, compare_prefix=req.persist,
+                                     assembly_id=provisional.id, created_at=provisional.created_at)
+            return finish(record)
+
+        if req.persist and req.defer:
+            def work(fields: dict[str, Any]) -> None:
+                record = full()
+                persist(store, req.scope, ContextAssembly.model_validate({**record.model_dump(), **fields}) if fields else record, payload, ev)
+
+            store.deferred.add(PendingAssembly(assembly_id=provisional.id, conversation_id=provisional.conversation_id, work=work))
+            remember(provisional.id, request.messages)
+            return AssemblyResult(record=provisional.model_copy(update={"epoch": epoch}), payload=payload, request=request, trace=ev.decisions)
+        record = full()
         if req.persist:
-            persist(store, req.scope, record, out.payload, ev)
-            remember(record.id, selection.request.messages)
-        return AssemblyResult(record=record, payload=out.payload, request=selection.request, trace=ev.decisions)
+            persist(store, req.scope, record, payload, ev)
+            remember(record.id, request.messages)
+        return AssemblyResult(record=record, payload=payload, request=request, trace=record.trace if record.trace is not None else ev.decisions)
 
     def _finish(self, req: AssemblyRequest, bound: Boundary, cands: CandidateSet, ev: Evaluator, ext: Extended, *, timings: tuple[float, float, float]) -> AssemblyResult:
         """Record and persist an extension (stages 9–10 for the new records only)."""
@@ -245,8 +280,5 @@ class Assembler:
             payload=ext.payload, tokens=ext.tokens, replay_tokens=replay_tokens, legacy_count=legacy_count, prefix_hash=ext.prefix_hash,
             considered=ext.pieces, timings_ms={"query": round(_ms(t0, t1) - retrieval_ms, 3), "retrieval": round(retrieval_ms, 3), "policy_eval": _ms(t1, t2), "serialization": 0.0},
         )
-        record = record_assembly(assembled, cands, ev, self.policy, self.tok, store=self.store, keep_trace=req.trace, compare_prefix=req.persist)
-        record = record.model_copy(update=ext.record_update(record))
-        persist(self.store, req.scope, record, ext.payload, ev)
-        remember(record.id, ext.request.messages)
-        return AssemblyResult(record=record, payload=ext.payload, request=ext.request, trace=record.trace if record.trace is not None else ev.decisions)
+        provisional = provisional_record(assembled, self.policy, epoch=None)
+        return self._record(req, (assembled, cands, ev), provisional, ext.request, lambda r: r.model_copy(update=ext.record_update(r)), ext.epoch)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from contextledger.store.sql import SqlStore
     from contextledger.tokens import Tokenizer
 
-__all__ = ["ASSEMBLER_VERSION", "Assembled", "AssemblyResult", "persist", "record_assembly"]
+__all__ = ["ASSEMBLER_VERSION", "Assembled", "AssemblyResult", "persist", "provisional_record", "record_assembly"]
 
 ASSEMBLER_VERSION = "contextledger-assembler/0.1.0"
 """Recorded on every assembly; bumped whenever selection logic changes."""
@@ -126,10 +126,14 @@ class Assembled:
     considered: list[Piece] = field(default_factory=list)
 
 
-def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Policy, tok: Tokenizer, *, store: SqlStore, keep_trace: bool, compare_prefix: bool) -> ContextAssembly:
+def record_assembly(
+    a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Policy, tok: Tokenizer, *, store: SqlStore, keep_trace: bool, compare_prefix: bool,
+    assembly_id: str | None = None, created_at: datetime | None = None,
+) -> ContextAssembly:
     """The :class:`ContextAssembly` of ``a`` (not yet persisted).  ``compare_prefix``: look
     up the previous assembly of the same branch and viewer and say where the stable
-    prefix changed."""
+    prefix changed.  ``assembly_id`` / ``created_at``: those of a :func:`provisional_record`
+    made earlier (default: a new id, the current time)."""
     b = a.boundary
     omitted, outside = _omissions(ev, cands)
     viewer_id = b.viewer.id if b.viewer else None
@@ -143,7 +147,7 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
     if prev is not None and prev.stable_prefix_hash != a.prefix_hash:
         prefix_change = _prefix_change(prev, prev_payload, a.system)
     return ContextAssembly(
-        id=new_id("asm"),
+        id=assembly_id or new_id("asm"),
         tenant_id=b.scope.tenant_id,
         conversation_id=b.conversation_id,
         branch_id=b.branch_id,
@@ -179,6 +183,25 @@ def record_assembly(a: Assembled, cands: CandidateSet, ev: Evaluator, policy: Po
         retrieval=_retrieval_record(cands, refs),
         cost=_cost(b.provider, a, prev, prev_payload),
         payload_sha256="sha256:" + hashlib.sha256(json.dumps(a.payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
+        created_at=created_at or datetime.now(UTC),
+    )
+
+
+def provisional_record(a: Assembled, policy: Policy, *, epoch: dict[str, Any] | None) -> ContextAssembly:
+    """The record of ``a`` as the request path needs it before the full record is made
+    (issue "Incremental assembly"; :mod:`contextledger.store.deferred`): a new id, the
+    counts of what is sent (tokens, messages, budget, timings, prefix hash) and
+    ``epoch``; the decision list, omissions, buckets, retrieval report, cost and prefix
+    comparison are left empty — :func:`record_assembly` with this record's id and
+    ``created_at`` fills them in."""
+    b = a.boundary
+    return ContextAssembly(
+        id=new_id("asm"), tenant_id=b.scope.tenant_id, conversation_id=b.conversation_id, branch_id=b.branch_id, participant_id=b.viewer.id if b.viewer else None,
+        runtime_kind=b.runtime_kind, provider=b.provider, budget_tokens=b.budget, now=b.now, policy_version=policy.version, assembler_version=ASSEMBLER_VERSION,
+        legacy_message_count=a.legacy_count, assembled_message_count=len(a.payload.get("messages", a.payload.get("input", []))), replay_tokens=a.replay_tokens,
+        replay_mode=b.replay, assembled_tokens=a.tokens, token_delta=a.tokens - a.replay_tokens, raw_artifact_count=sum(len(p.raw_artifacts) for p in a.selected),
+        selected_memory_count=len({m for p in a.selected for m in p.memory_ids}), rehydrated_count=len(a.rehydrated), selected_refs=tuple(_selected_refs(a.selected)),
+        stable_prefix_hash=a.prefix_hash, rule_conflicts=a.rule_conflicts, over_budget=a.tokens > b.budget, timings_ms=a.timings_ms, epoch=epoch,
         created_at=datetime.now(UTC),
     )
 

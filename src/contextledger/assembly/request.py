@@ -46,6 +46,7 @@ class AssemblyRequest:
     persist: bool = True
     replay: str = "auto"
     replaces: str | None = None
+    defer: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -93,6 +93,7 @@ def _stored_tokens(store: SqlStore, scope: Scope, conversation_id: str, ids: lis
 def previous_assembly(store: SqlStore, scope: Scope, rec: ContextAssembly) -> ContextAssembly | None:
     """The newest assembly of the same conversation, branch and participant made before
     ``rec`` (``None`` for the first)."""
+    store.deferred.settle(rec.conversation_id)
     t = S.assemblies
     stmt = (
         sa.select(t.c.body)

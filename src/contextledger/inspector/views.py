@@ -57,6 +57,7 @@ def visible_text(m: Message) -> str:
 
 def _assembly_stats(store: SqlStore, scope: Scope) -> dict[str, tuple[int, int]]:
     """``{conversation id: (assemblies, tokens saved against replay)}``."""
+    store.deferred.settle()
     t = S.assemblies
     saved = t.c.body["replay_tokens"].as_integer() - t.c.body["assembled_tokens"].as_integer()
     stmt = sa.select(t.c.conversation_id, sa.func.count(), sa.func.coalesce(sa.func.sum(saved), 0)).where(t.c.tenant_id == scope.tenant_id).group_by(t.c.conversation_id)
@@ -108,6 +109,7 @@ def message_rows(source: HasRuntime, scope: Scope, conversation_id: str, *, bran
 
 def assemblies_of(store: SqlStore, scope: Scope, conversation_id: str) -> list[ContextAssembly]:
     """Every assembly of a conversation, oldest first."""
+    store.deferred.settle(conversation_id)
     t = S.assemblies
     stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id, t.c.conversation_id == conversation_id).order_by(t.c.created_at, t.c.id)
     with store.reader() as conn:

@@ -136,6 +136,7 @@ def _assemblies(ledger: HasRuntime, policy: RetentionPolicy, now: datetime, repo
     if hit is None or hit[1].action not in ("sample", "delete"):
         return
     rule = hit[1]
+    ledger.runtime.store.deferred.settle()
     a, d = S.assemblies, S.policy_decisions
     cutoff = (now - rule.age).isoformat()
     with ledger.runtime.store.reader() as conn:

@@ -29,6 +29,7 @@ from contextledger.store.base import (
 )
 from contextledger.store.blobs import BlobStore
 from contextledger.store.codec import decode_body
+from contextledger.store.deferred import DeferredAssemblies
 from contextledger.store.sqlite_direct import sqlite_read_only_query
 from contextledger.store.writer import WRITER_FLAG, Writer
 
@@ -67,13 +68,16 @@ class SqlStoreBase:
         self.inline_threshold_bytes = inline_threshold_bytes
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
+        self.deferred = DeferredAssemblies()
+        """Assemblies of this process whose records are written after the response (:mod:`.deferred`)."""
         if migrate:
             from contextledger.store.migrate import upgrade
 
             upgrade(self.engine)
 
     def close(self) -> None:
-        """Dispose of pooled connections."""
+        """Write the assemblies still pending (:mod:`.deferred`), then dispose of pooled connections."""
+        self.deferred.settle()
         self.engine.dispose()
 
     # -- transactions ------------------------------------------------------------------

@@ -33,6 +33,7 @@ class AuditReads(SqlStoreBase):
             NotFoundError: not in scope.
         """
         scope = require_scope(scope)
+        self.deferred.settle(assembly_id=assembly_id)
         t = S.assemblies
         with self.reader() as conn:
             row = conn.execute(sa.select(t.c.body, t.c.payload).where(t.c.id == assembly_id, t.c.tenant_id == scope.tenant_id)).first()
@@ -45,6 +46,7 @@ class AuditReads(SqlStoreBase):
     ) -> ContextAssembly | None:
         """The newest assembly for the same branch and participant, if any."""
         scope = require_scope(scope)
+        self.deferred.settle(conversation_id)
         t = S.assemblies
         stmt = (
             sa.select(t.c.body)
@@ -60,6 +62,7 @@ class AuditReads(SqlStoreBase):
         """The newest ``limit`` assemblies of a conversation for one participant (any
         branch), newest first (the epoch state of :mod:`contextledger.assembly.epoch`)."""
         scope = require_scope(scope)
+        self.deferred.settle(conversation_id)
         t = S.assemblies
         stmt = (
             sa.select(t.c.body)
@@ -73,6 +76,7 @@ class AuditReads(SqlStoreBase):
     def decisions(self, scope: Scope | None, *, assembly_id: str | None = None, record_id: str | None = None, conversation_id: str | None = None) -> list[PolicyDecision]:
         """Policy decisions filtered by assembly, subject record or conversation."""
         scope = require_scope(scope)
+        self.deferred.settle(conversation_id, assembly_id)
         t = S.policy_decisions
         stmt = sa.select(t.c.body).where(t.c.tenant_id == scope.tenant_id)
         if assembly_id is not None:

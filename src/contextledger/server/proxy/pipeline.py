@@ -17,7 +17,10 @@
    headers (never stored or logged) and query string (``?beta=true``); stream the answer back chunk by chunk as it arrives
    and record the assistant turn (with its ModelRun: provider, model, assembly, usage) once
    the stream ended as the provider ends one; add
-   ``x-contextledger-assembly-id`` (and ``x-contextledger-conversation``);
+   ``x-contextledger-assembly-id`` (and ``x-contextledger-conversation``); the assembly's
+   full record (decision list, comparison with the previous assembly, its write) is made
+   after the response is sent, ordered per conversation (:mod:`contextledger.store.deferred`:
+   the next request of the conversation, explain and ``/api`` wait for it);
 5. upstream errors pass unchanged; timeouts, unreachable upstreams and streams that break
    off or end before the provider's last event reach the client as errors in the
    provider's shape (an error event appended to a stream); no answer is recorded for
@@ -41,13 +44,14 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from contextledger.assembly.assembler import AssemblyResult
@@ -110,6 +114,9 @@ class _Prepared:
     shadow: dict[str, Any] | None = None
     """The assembly's shadow mark (:func:`~.shadow.shadow_mark`) when the client's body is sent."""
     raw: bytes = b""
+    result: AssemblyResult | None = None
+    """The assembly as the request path has it (its record provisional until written)."""
+    provider_name: str = ""
 
 
 def _budget(request: Request, settings: Any, model: str | None) -> int | None:
@@ -153,7 +160,7 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
     own_system = screen_text(parsed.system_text).text
 
     def assemble(limit: int | None, replaces: str | None = None) -> tuple[AssemblyResult, dict[str, Any]]:
-        result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=limit, scope=scope, replay="estimate", replaces=replaces)
+        result = ledger.assemble(conv.id, branch_id=position.branch_id, provider=dialect.provider, budget_tokens=limit, scope=scope, replay="estimate", replaces=replaces, defer=True)
         return result, dialect.upstream_body(clean, parsed, result, ledger_system_blocks(result, system_sha, own_system))
 
     result, upstream = assemble(max(1, budget - reserved) if budget is not None else None)
@@ -164,20 +171,44 @@ def _prepare(request: Request, dialect: Dialect, body: dict[str, Any], tenant: s
         # the first attempt is not sent: it never becomes the epoch state
         result, upstream = assemble(max(1, budget - (measured - result.record.assembled_tokens)), replaces=result.record.id)
     t3 = time.perf_counter()
-    from contextledger.server.telemetry import assembly_span
-
-    assembly_span(service.settings, result, dialect.gen_ai_provider, parsed.model)
     timings = {"parse": t1 - t0, "reconcile": t2 - t1, "assemble": t3 - t2}
     shadow, t4 = None, time.perf_counter()
     if shadow_raw is not None:  # the assembly is kept, marked; the client's bytes are sent
         shadow = shadow_mark(dialect.provider, body, shadow_raw, upstream)
-        with ledger.store.writer(scope) as w:
-            w.annotate_assembly(result.record.id, {"proxy": shadow})
+        _annotate(request, scope, result.record.id, {"proxy": shadow})
         timings["shadow"] = time.perf_counter() - t4
     timings["prepare"] = time.perf_counter() - t0
     unnamed = (conv.content_key or "").startswith(NEW_PREFIX)
     return _Prepared(scope=scope, parsed=parsed, conversation_id=conv.id, root=root, base=base, keys=keys, body=upstream, assembly_id=result.record.id, unnamed=unnamed,
-                     timings_ms={k: round(v * 1000, 2) for k, v in timings.items()}, started_at=started_at, shadow=shadow, raw=shadow_raw or b"")
+                     timings_ms={k: round(v * 1000, 2) for k, v in timings.items()}, started_at=started_at, shadow=shadow, raw=shadow_raw or b"",
+                     result=result, provider_name=dialect.gen_ai_provider)
+
+
+def _annotate(request: Request, scope: Scope, assembly_id: str, fields: dict[str, Any]) -> None:
+    """Set ``fields`` on the request's assembly: merged into its record when that is still
+    to be written (:mod:`contextledger.store.deferred`), else on the stored record."""
+    store = request.app.state.service.ledger.store
+    if not store.deferred.annotate(assembly_id, fields):
+        with store.writer(scope) as w:
+            w.annotate_assembly(assembly_id, fields)
+
+
+def _after_response(request: Request, prep: _Prepared) -> None:
+    """Once the response is sent (a background task): write the request's assembly record
+    (and first the conversation's earlier ones: :mod:`contextledger.store.deferred`; a
+    failure is logged there) and emit its telemetry span."""
+    service = request.app.state.service
+    store = service.ledger.store
+    store.deferred.start(prep.assembly_id)
+    if prep.result is None or not service.settings.telemetry:
+        return
+    from contextledger.server.telemetry import assembly_span
+
+    try:
+        record = store.get_assembly(prep.scope, prep.assembly_id)[0]
+        assembly_span(service.settings, replace(prep.result, record=record), prep.provider_name, prep.parsed.model)
+    except ContextLedgerError as exc:
+        _log.error("telemetry of %s not emitted: %s: %s", prep.assembly_id, type(exc).__name__, exc)
 
 
 def _record_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: Answer) -> None:
@@ -188,8 +219,7 @@ def _record_answer(request: Request, dialect: Dialect, prep: _Prepared, answer: 
     if usage is not None:
         events_of(request.app).add_usage(dialect.name, usage)
         try:
-            with request.app.state.service.ledger.store.writer(prep.scope) as w:
-                w.annotate_assembly(prep.assembly_id, {"upstream_usage": usage})
+            _annotate(request, prep.scope, prep.assembly_id, {"upstream_usage": usage})
         except Exception as exc:
             _log.error("%s usage of %s not recorded: %s: %s", dialect.name, prep.assembly_id, type(exc).__name__, exc)
     if not answer.messages:
@@ -258,7 +288,9 @@ async def handle(request: Request, dialect: Dialect) -> Response:
     except Exception as exc:
         _log.error("%s request not assembled: %s", dialect.name, type(exc).__name__, exc_info=exc)
         return await _passthrough(request, dialect, raw, f"not assembled ({type(exc).__name__})")
-    return await _forward(request, dialect, prep)
+    response = await _forward(request, dialect, prep)
+    response.background = BackgroundTask(_after_response, request, prep)
+    return response
 
 
 async def _forward(request: Request, dialect: Dialect, prep: _Prepared) -> Response:
@@ -299,8 +331,7 @@ def _note_upstream_failure(request: Request, prep: _Prepared, status: int) -> No
     reached or did not answer in time, so nothing this request carried reached the provider."""
     mark = {**(prep.shadow or {"mode": "assemble"}), "upstream_error": f"the upstream could not be reached or timed out (the client got {status})"}
     try:
-        with request.app.state.service.ledger.store.writer(prep.scope) as w:
-            w.annotate_assembly(prep.assembly_id, {"proxy": mark})
+        _annotate(request, prep.scope, prep.assembly_id, {"proxy": mark})
     except Exception as exc:  # logged, never passed to the client: it already has its error
         _log.error("%s upstream failure of %s not recorded: %s: %s", "proxy", prep.assembly_id, type(exc).__name__, exc)
 
