@@ -49,6 +49,7 @@ from contextledger.assembly.record import (
     AssemblyResult,
     persist,
     record_assembly,
+    retrieval_record,
 )
 from contextledger.assembly.rehydrate import excerpt_newest_result, rehydrate
 from contextledger.assembly.render import system_blocks
@@ -247,6 +248,7 @@ class Assembler:
         )
         record = record_assembly(assembled, cands, ev, self.policy, self.tok, store=self.store, keep_trace=req.trace, compare_prefix=req.persist)
         record = record.model_copy(update=ext.record_update(record))
+        record = record.model_copy(update={"retrieval": retrieval_record(cands, list(record.selected_refs))})  # sent: of the whole request
         persist(self.store, req.scope, record, ext.payload, ev)
         remember(record.id, ext.request.messages)
         return AssemblyResult(record=record, payload=ext.payload, request=ext.request, trace=record.trace if record.trace is not None else ev.decisions)
