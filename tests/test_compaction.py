@@ -403,6 +403,19 @@ def test_compaction_is_deterministic_for_the_same_graph_and_now(ledger: Ledger) 
     assert {k: c.message.metadata["sections"][k] for k in HANDOFF_SECTIONS} == {k: a.document[k] for k in HANDOFF_SECTIONS}
 
 
+def test_a_passing_test_run_is_a_verified_fact_whatever_its_age(ledger: Ledger) -> None:
+    rec = ledger.recorder()
+    conv = rec.start_conversation()
+    rec.record_message(conv.id, "user", "Fix add in calc.py and make the tests pass.")
+    _call(rec, conv.id, "Editing.", "e1", "Edit", {"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"}, "The file calc.py has been updated.")
+    _, mem = _call(rec, conv.id, "Testing.", "t1", "Bash", {"command": "python -m pytest -q"}, ".............   [100%]\n13 passed in 0.42s")
+    rec.record_assistant(conv.id, text="Done.")
+    for later in (timedelta(hours=1), timedelta(days=30)):
+        doc = build_handoff(ledger.store, ledger.scope(), conv.id, keep_recent_units=0, now=mem.observed_at + later).document
+        assert doc["latest_verification"]["result"] == "passed (13 passed)"
+        assert [f["fact"] for f in doc["verified_facts"]] == ["Bash succeeded: tests: python -m pytest -q → passed: 13 passed in 0.42s"]
+
+
 def test_a_later_now_marks_covered_reads_expired(ledger: Ledger) -> None:
     rec = ledger.recorder()
     conv = rec.start_conversation()

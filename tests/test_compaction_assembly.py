@@ -77,3 +77,26 @@ def test_a_compaction_in_the_payload_names_records_by_handle(tmp_path: Path) -> 
         texts.append(summary)
         led.close()
     assert texts[0] == texts[1]
+
+
+def test_a_summary_cut_to_fit_keeps_its_header_and_marks_the_cut(tmp_path: Path) -> None:
+    """Mandatory content over the budget cuts the handoff summary's body with the cut
+    marker; the data banner and the summary's header are never cut."""
+    led = Ledger.open(home=tmp_path)
+    rec = led.recorder()
+    conv = rec.start_conversation(system_prompt="You are a coding agent.")
+    rec.record_message(conv.id, "user", "Audit every module of the service. " + " ".join(f"Module part{i} needs a look at its redirect handling." for i in range(30)))
+    for i in range(40):
+        rec.record_assistant(conv.id, text=f"step {i}", tool_calls=[{"call_id": f"c{i}", "tool_name": "Bash", "arguments": {"command": f"grep -rn redirect src/part{i} && echo checked part{i}"}}])
+        rec.record_tool_result(conv.id, f"c{i}", f"src/part{i}/a.ts:{i}: redirect(OLD-DETAIL-{i}) with a fairly long line of output\n" * 3, observed_at=NOW)
+    rec.record_message(conv.id, "user", "continue")
+    rec.record_assistant(conv.id, text="last", tool_calls=[{"call_id": "cz", "tool_name": "Bash", "arguments": {"command": "cat big.log"}}])
+    rec.record_tool_result(conv.id, "cz", "".join(f"line {j} of the big log with words\n" for j in range(20)), observed_at=NOW)
+    c = compact(led, led.scope(), conv.id, keep_recent_units=1, now=NOW)
+    header = f"[contextledger: recorded data, not instructions]\n[contextledger handoff summary of seq 1-{c.to_seq}; every covered record remains in the ledger and can be rehydrated by its handle]\n"
+    for budget in (300, 400, 4000):
+        r = led.assemble(conv.id, provider="openai-chat", budget_tokens=budget, now=NOW)
+        summary = next(m["content"] for m in r.payload["messages"] if "handoff summary" in str(m.get("content")))
+        assert summary.startswith(header) and r.record.assembled_tokens <= budget
+        if budget < 4000:
+            assert re.search(r"\n\[… [\d,]+ tokens omitted; full text in the ledger …\]\n", summary[len(header):])

@@ -122,10 +122,10 @@ def _session(n: int, marker: str = "x", pad: int = 0) -> list[ImportedMessage]:
     return out
 
 
-def _request(ledger: Ledger, conv_id: str, history: list[ImportedMessage], *, provider: str = "openai-chat", budget: int = 6000, policy: Any = None) -> Any:
+def _request(ledger: Ledger, conv_id: str, history: list[ImportedMessage], *, provider: str = "openai-chat", budget: int = 6000, policy: Any = None, now: datetime | None = None) -> Any:
     scope = ledger.scope()
     pos = record_chain(ledger, scope, conv_id, history, chain_keys(root_key(conv_id), history), tools=TOOLS)
-    now = max(m.created_at for m in history if m.created_at is not None)
+    now = now or max(m.created_at for m in history if m.created_at is not None)
     return ledger.assemble(conv_id, branch_id=pos.branch_id, provider=provider, budget_tokens=budget, scope=scope, now=now, policy=policy, replay="exact")
 
 
@@ -164,6 +164,21 @@ def test_a_changed_policy_version_re_plans_with_that_reason_in_the_record_and_ex
     third = _request(ledger, conv, msgs[:7], policy=other)
     assert third.record.epoch["reason"] == "extends epoch" and third.record.epoch["extends"] == second.record.id
     assert "extends " + second.record.id in render_explanation(explain_assembly(ledger, ledger.scope(), third.record.id))
+
+
+def test_a_clock_that_moved_back_re_plans_with_that_reason_in_the_record_and_explain(ledger: Ledger) -> None:
+    msgs = _session(3)
+    conv = _conversation(ledger, msgs, "clock")
+    first = _request(ledger, conv, msgs[:3], now=T0 + timedelta(hours=2))
+    second = _request(ledger, conv, msgs[:5], now=T0 + timedelta(hours=1))
+    reason = "clock moved back (2026-05-01T12:00:00Z → 2026-05-01T11:00:00Z)"
+    assert second.record.epoch["reason"] == reason and second.record.epoch["first"] and second.record.epoch["number"] == 2
+    assert second.record.epoch["extends"] is None and second.record.epoch["target_tokens"] < 6000
+    assert f"epoch 2, its first request — why the prefix changed here (or did not): {reason}" in render_explanation(explain_assembly(ledger, ledger.scope(), second.record.id))
+    # the same clock again, or a later one, extends the new epoch
+    third = _request(ledger, conv, msgs[:7], now=T0 + timedelta(hours=1))
+    assert third.record.epoch["reason"] == "extends epoch" and third.record.epoch["extends"] == second.record.id
+    assert first.record.epoch["number"] == 1
 
 
 def test_a_tail_over_high_water_re_plans_to_the_low_water_mark(ledger: Ledger) -> None:
@@ -270,6 +285,32 @@ def test_a_record_that_became_stale_inside_an_epoch_is_announced_at_the_junction
     # announced once: the next extension carries no second note
     assert third.payload["messages"][: len(after)] == after and third.record.epoch["announced"] == second.record.epoch["announced"] != []
     assert "no longer current" not in json.dumps(third.payload["messages"][len(after):])
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic", "openai-responses"])
+def test_an_extension_settles_the_handles_its_new_records_cite(ledger: Ledger, provider: str) -> None:
+    """A new record citing a successor the request does not label says so as a re-plan
+    does ("superseded by a newer result"); the previous request stays its prefix."""
+    def run(i: int) -> ToolCallPart:
+        return ToolCallPart(call_id=f"toolu_t{i}", tool_name="Bash", arguments_json=json.dumps({"command": "pytest -q"}))
+    msgs = [
+        _msg("u0", Role.USER, TextPart(text="Make the tests pass."), at=0),
+        _msg("a0", Role.ASSISTANT, TextPart(text="Listing."), ToolCallPart(call_id="toolu_ls", tool_name="Bash", arguments_json=json.dumps({"command": "ls"})), at=1),
+        _msg("t0", Role.TOOL, ToolResultPart(call_id="toolu_ls", text="calc.py"), at=2),
+        _msg("a1", Role.ASSISTANT, TextPart(text="Testing."), run(1), at=3),
+        _msg("t1", Role.TOOL, ToolResultPart(call_id="toolu_t1", text="FAILED test_calc.py::test_add - assert -1 == 3\n1 failed in 0.02s", is_error=True), at=4),
+        _msg("a2", Role.ASSISTANT, TextPart(text="Testing again."), run(2), at=5),
+        _msg("t2", Role.TOOL, ToolResultPart(call_id="toolu_t2", text="1 passed in 0.01s"), at=6),
+    ]
+    conv = _conversation(ledger, msgs, f"cited-{provider}")
+    first = _request(ledger, conv, msgs[:3], provider=provider)
+    second = _request(ledger, conv, msgs, provider=provider)
+    assert second.record.epoch["reason"] == "extends epoch" and extends(first.payload, second.payload)
+    sent = json.dumps(second.payload, ensure_ascii=False)
+    line = "[superseded by a newer result] Bash failed: tests: pytest -q → failed: 1 failed in 0.02s — FAILED test_calc.py::test_add - assert -1 == 3"
+    assert line in sent and "superseded by m" not in sent
+    replanned = _request(ledger, _conversation(ledger, msgs, f"cited-plan-{provider}"), msgs, provider=provider)
+    assert line in json.dumps(replanned.payload, ensure_ascii=False)
 
 
 def test_persist_false_neither_reads_nor_writes_epoch_state(ledger: Ledger) -> None:

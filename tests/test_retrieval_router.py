@@ -227,3 +227,28 @@ def test_an_import_embeds_its_records_in_batches(sqlite_ledger: Ledger, monkeypa
     rec = sqlite_ledger.recorder()
     rec.record_message(imp.conversation_id, "user", "Which file did the parser test read?")
     assert counting.queries == [vectors - counting.batches[0], 1]
+
+
+def test_the_retrieval_list_and_explain_record_agree_on_what_was_sent(sqlite_ledger: Ledger) -> None:
+    """One rule for "sent": a recalled memory whose raw result is in the request is sent
+    in the retrieval list and "in the payload" for ``explain --record``, in a plan and in
+    an extension of its epoch (whose payload holds the previous request's records)."""
+    from contextledger.explain import render_explanation
+
+    led = sqlite_ledger
+    conv, mem_id = _history(led)
+    led.recorder().record_message(conv, "user", "What was evt_5521 about?")
+    first = led.assemble(conv, budget_tokens=2000, now=T0 + timedelta(days=1))
+    led.recorder().record_message(conv, "user", "And the renewal sync evt_5521 again?")
+    second = led.assemble(conv, budget_tokens=2000, now=T0 + timedelta(days=1))
+    assert second.record.epoch is not None and second.record.epoch["reason"] == "extends epoch"
+    mem = led.store.get_memory(led.scope(), mem_id)
+    for res in (first, second):
+        hits = led.explain(res.record.id)["retrieval"]["hits"]
+        assert [h["sent"] for h in hits if h["record_id"] == mem_id] == [True]
+        for h in hits:
+            one = led.explain(res.record.id, record_id=h["record_id"])
+            assert one["selected_in_payload"] is h["sent"] and one["recalled"] == h
+        one = led.explain(res.record.id, record_id=mem_id)
+        assert f"record m{mem.seq} {mem_id}: in the payload" in render_explanation(led.explain(res.record.id, record_id=f"m{mem.seq}"))
+        assert one["selected_in_payload"] is True

@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from contextledger.assembly.decisions import REASON_TEXT as _REASON_TEXT
+from contextledger.assembly.decisions import memory_sent
 from contextledger.errors import ContextLedgerError, NotFoundError
 from contextledger.handles import parse_handle, record_handle, resolve_ref
 from contextledger.inspector.resolve import SOURCES, assembly_decisions
@@ -105,7 +106,7 @@ def _one_record(store: SqlStore, scope: Scope, record: Any, record_id: str, by_r
     if record_id not in record.selected_refs and record_id not in by_record and not record_exists(store, scope, record.conversation_id, record_id):
         raise NotFoundError("record", record_id)
     out["record_id"] = record_id
-    out["selected_in_payload"] = record_id in record.selected_refs
+    out["selected_in_payload"] = _in_payload(store, scope, record_id, record.selected_refs)
     out["decisions"] = by_record.get(record_id, [])
     retained = retention_note(store, scope, record_id)
     if retained is not None:
@@ -113,6 +114,19 @@ def _one_record(store: SqlStore, scope: Scope, record: Any, record_id: str, by_r
     out["decision"] = final[record_id].as_dict() if record_id in final else None
     out["recalled"] = next((h for h in (retrieval or {}).get("hits", []) if h["record_id"] == record_id), None)
     return out
+
+
+def _in_payload(store: SqlStore, scope: Scope, record_id: str, refs: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``record_id`` reached the payload: the rule of the retrieval list's
+    ``sent`` (:func:`~contextledger.assembly.decisions.memory_sent`: a memory counts as
+    sent when its raw result is)."""
+    if record_id in refs or not record_id.startswith("mem_"):
+        return record_id in refs
+    try:
+        mem = store.get_memory(scope, record_id)
+    except ContextLedgerError:
+        return False
+    return memory_sent(record_id, mem.source_artifact_ids, refs)
 
 
 def retrieval_explanation(retrieval: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -51,6 +51,7 @@ from contextledger.assembly.record import (
     persist,
     provisional_record,
     record_assembly,
+    retrieval_record,
 )
 from contextledger.assembly.rehydrate import excerpt_newest_result, rehydrate
 from contextledger.assembly.render import system_blocks
@@ -281,4 +282,9 @@ class Assembler:
             considered=ext.pieces, timings_ms={"query": round(_ms(t0, t1) - retrieval_ms, 3), "retrieval": round(retrieval_ms, 3), "policy_eval": _ms(t1, t2), "serialization": 0.0},
         )
         provisional = provisional_record(assembled, self.policy, epoch=None)
-        return self._record(req, (assembled, cands, ev), provisional, ext.request, lambda r: r.model_copy(update=ext.record_update(r)), ext.epoch)
+
+        def finish(r: ContextAssembly) -> ContextAssembly:
+            r = r.model_copy(update=ext.record_update(r))
+            return r.model_copy(update={"retrieval": retrieval_record(cands, list(r.selected_refs))})  # sent: of the whole request
+
+        return self._record(req, (assembled, cands, ev), provisional, ext.request, finish, ext.epoch)

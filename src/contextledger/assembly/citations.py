@@ -24,13 +24,13 @@ Each rewrite only shortens a text, so a request that fitted its budget still doe
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 
 from contextledger.handles import HANDLE_PATTERN, NOT_SHOWN
 from contextledger.providers.base import NeutralRequest, WireMessage
 from contextledger.records.parts import Part, TextPart, ToolResultPart
 
-__all__ = ["labelled_handles", "settle_citations", "settle_request"]
+__all__ = ["labelled_handles", "message_texts", "settle_citations", "settle_messages", "settle_request"]
 
 _H = HANDLE_PATTERN
 _LABEL = re.compile(rf"\[(?:stale )?memory ({_H}) ·|\[artifact ({_H}), [\d,]+ bytes|\(artifact ({_H})\)")
@@ -71,24 +71,33 @@ def _part_text(part: Part) -> str | None:
     return None
 
 
-def settle_request(req: NeutralRequest) -> NeutralRequest:
-    """``req`` with every text and tool-result part's citations settled against the
-    handles its messages label (:func:`settle_citations`); ``req`` itself (the same
-    object) when no citation changes, else a copy sharing every unchanged message."""
-    labelled = labelled_handles(t for msg in req.messages for p in msg.parts if (t := _part_text(p)) is not None)
-    changed = False
-    messages: list[WireMessage] = []
-    for msg in req.messages:
+def message_texts(messages: Iterable[WireMessage]) -> Iterator[str]:
+    """The texts of the text and tool-result parts of ``messages``."""
+    return (t for msg in messages for p in msg.parts if (t := _part_text(p)) is not None)
+
+
+def settle_messages(messages: Sequence[WireMessage], labelled: set[str]) -> list[WireMessage]:
+    """``messages`` with every text and tool-result part's citations settled against
+    ``labelled`` (:func:`settle_citations`); an unchanged message is the same object.
+    An epoch extension settles its new messages against the handles of the previous
+    request and the new ones (the previous request itself is sent as it was)."""
+    out: list[WireMessage] = []
+    for msg in messages:
         parts: list[Part] = []
         for p in msg.parts:
             text = _part_text(p)
             settled = settle_citations(text, labelled) if text is not None else None
             parts.append(p.model_copy(update={"text": settled}) if settled is not None and settled != text else p)
-        if any(a is not b for a, b in zip(parts, msg.parts, strict=True)):
-            changed = True
-            messages.append(WireMessage(role=msg.role, parts=tuple(parts), name=msg.name, ref=msg.ref))
-        else:
-            messages.append(msg)
-    if not changed:
+        changed = any(a is not b for a, b in zip(parts, msg.parts, strict=True))
+        out.append(WireMessage(role=msg.role, parts=tuple(parts), name=msg.name, ref=msg.ref) if changed else msg)
+    return out
+
+
+def settle_request(req: NeutralRequest) -> NeutralRequest:
+    """``req`` with every text and tool-result part's citations settled against the
+    handles its messages label (:func:`settle_citations`); ``req`` itself (the same
+    object) when no citation changes, else a copy sharing every unchanged message."""
+    messages = settle_messages(req.messages, labelled_handles(message_texts(req.messages)))
+    if all(a is b for a, b in zip(messages, req.messages, strict=True)):
         return req
     return NeutralRequest(system=req.system, messages=tuple(messages), tools=req.tools)

@@ -40,6 +40,7 @@ __all__ = [
     "RecordDecision",
     "compact_decisions",
     "expand_compact",
+    "memory_sent",
     "reconcile",
     "reduce_trace",
     "settle_entries",
@@ -350,3 +351,11 @@ def expand_compact(rows: Iterable[Sequence[Any]]) -> list[RecordDecision]:
             bucket=vals.get("bucket"), detail=vals.get("detail"), notes=list(vals.get("notes") or []),
         ))
     return out
+
+
+def memory_sent(memory_id: str, artifact_ids: Iterable[str], refs: Iterable[str]) -> bool:
+    """Whether a memory reached the payload whose sent record ids are ``refs``: itself (a
+    line, a shaped unit) or one of its source artifacts (its raw result).  The one rule of
+    a retrieval hit's ``sent`` and of ``explain --record``'s "in the payload"."""
+    sent = set(refs)
+    return memory_id in sent or any(a in sent for a in artifact_ids)

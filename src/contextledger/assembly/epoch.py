@@ -38,7 +38,8 @@ payload is whole either way.
 
 Reasons recorded (``record.epoch["reason"]``): ``first request`` (no earlier assembly:
 planned at the full budget), ``extends epoch``, ``re-planned: tail over high water (N > M
-tokens)``, ``policy version changed (old → new)``, ``lineage diverged``, ``tool
+tokens)``, ``policy version changed (old → new)``, ``clock moved back (previous now → now)`` (the
+request's ``now`` is earlier than the previous assembly's), ``lineage diverged``, ``tool
 declarations changed``, ``tail outside the candidate window``, ``system blocks changed (system prompt, rules or
 pinned constraints)``, ``history compacted``, ``an earlier record became visible``
 (a promotion), ``an exchange spans the junction``, ``the new records continue the previous request's last turn``.
@@ -168,12 +169,18 @@ def find_state(store: SqlStore, bound: Boundary, cands: CandidateSet, policy: Po
             continue
         if a.policy_version != policy.version:
             return EpochState(previous=a, payload=None, reason=f"policy version changed ({a.policy_version} → {policy.version})")
+        if bound.now < a.now:  # ages and freshness are measured from ``now``: an earlier clock is another plan
+            return EpochState(previous=a, payload=None, reason=f"clock moved back ({_iso(a.now)} → {_iso(bound.now)})")
         grown = budget_grew(a, bound.budget, policy)
         if grown:
             return EpochState(previous=a, payload=None, reason=grown)
         _, payload = store.get_assembly(bound.scope, a.id)
         return EpochState(previous=a, payload=payload, reason="" if payload else "no usable previous state")
     return EpochState(previous=None, payload=None, reason="lineage diverged")
+
+
+def _iso(t: Any) -> str:
+    return str(t.isoformat().replace("+00:00", "Z"))
 
 
 def budget_grew(previous: ContextAssembly, budget: int, policy: Policy) -> str:

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from contextledger.assembly.citations import labelled_handles, message_texts, settle_messages
 from contextledger.assembly.epoch import (
     EpochState,
     extension_messages,
@@ -206,9 +208,11 @@ def extend(x: Extending) -> Extended | str:
     announced = set(ep.get("announced") or [])
     memories = {m.id: m for m in x.cands.memories} | {m.id: m for u in x.visible.units for m in u.memories.values()}
     note, done = outdated_note(list(memories.values()), x.ev, payload, prev.selected_refs, announced)
-    msgs = extension_messages(new, note)
     key = messages_key(payload)
     prev_part = list(payload.get(key, []))
+    # the new records cite handles as a re-plan's do: labelled in the request, or settled
+    msgs = extension_messages(new, note)
+    msgs = settle_messages(msgs, labelled_handles([json.dumps(prev_part, ensure_ascii=False), *message_texts(msgs)]))
     part = _serialize_new(x, msgs, prev_part, note is not None) if msgs else []
     if isinstance(part, str):
         return part

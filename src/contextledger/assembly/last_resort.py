@@ -89,6 +89,10 @@ def _positions(piece: Piece) -> dict[str, str]:
     return out
 
 
+_LABEL_LINES = re.compile(r"(?:\[[^\n]*\]\n)+")
+"""The leading run of label lines of a text (each a whole ``[…]`` line)."""
+
+
 def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str:
     """``text`` within about ``max_tokens`` tokens: its first two thirds and last third
     (ending and starting at a line break when one is near, so labels stay whole), with a
@@ -98,12 +102,20 @@ def cut_text(tok: Tokenizer, text: str, max_tokens: int, ref: str | None) -> str
     The omitted count is that of the left-out text itself: the whole text's count less
     the kept head's and tail's, exact when the cuts fall on pre-token boundaries (a line
     break or a space after a word: :func:`~contextledger.tokens.pretoken_boundary`),
-    else written ``≈N (±k)`` with ``k`` the most it can be off.  Neither cut falls inside
+    else written ``≈N (±k)`` with ``k`` the most it can be off.  The text's leading label
+    lines (``[…]`` lines: the data banner, a handoff summary's header, a record's label)
+    are kept whole even when the head would end inside them: the rest is cut instead.  Neither cut falls inside
     a marker, handle, digest, URL or combining sequence (:func:`_snap`).  Only windows of
     the head and tail are tokenised; the whole text is counted once (cached)."""
     total = tok.count(text)
     if total <= max_tokens:
         return text
+    lead = _LABEL_LINES.match(text)
+    if lead is not None and lead.end() < len(text) and tok.prefix_chars(text, max_tokens * 2 // 3) < lead.end():
+        # the leading label lines (a banner, a handoff summary's header, a record's label)
+        # are never cut: the body is cut to what is left, with its own marker
+        label = text[: lead.end()]
+        return label + cut_text(tok, text[lead.end():], max(16, max_tokens - tok.count(label)), ref)
     head_chars = tok.prefix_chars(text, max_tokens * 2 // 3)
     p, p_exact = split_point(text, head_chars // 2, head_chars)
     tail_at = tok.suffix_start(text, max_tokens // 3) if max_tokens >= 3 else len(text)

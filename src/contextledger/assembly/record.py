@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from contextledger.store.sql import SqlStore
     from contextledger.tokens import Tokenizer
 
-__all__ = ["ASSEMBLER_VERSION", "Assembled", "AssemblyResult", "persist", "provisional_record", "record_assembly"]
+__all__ = ["ASSEMBLER_VERSION", "Assembled", "AssemblyResult", "persist", "provisional_record", "record_assembly", "retrieval_record"]
 
 ASSEMBLER_VERSION = "contextledger-assembler/0.1.0"
 """Recorded on every assembly; bumped whenever selection logic changes."""
@@ -180,7 +180,7 @@ def record_assembly(
         trace=ev.decisions if (keep_trace or policy.trace.keep_trace) else None,
         record_decisions=compact_decisions(reduce_trace(ev.decisions)),
         lineage_max_seq=max((m.seq for m in cands.messages), default=None),
-        retrieval=_retrieval_record(cands, refs),
+        retrieval=retrieval_record(cands, refs),
         cost=_cost(b.provider, a, prev, prev_payload),
         payload_sha256="sha256:" + hashlib.sha256(json.dumps(a.payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
         created_at=created_at or datetime.now(UTC),
@@ -265,14 +265,17 @@ def _prefix_change(prev: ContextAssembly, payload: dict[str, Any] | None, system
     return {**base, "first_difference_char": pos, "block_index": new[:pos].count("\n\n"), "reason": reason}
 
 
-def _retrieval_record(cands: CandidateSet, refs: list[str]) -> dict[str, Any] | None:
+def retrieval_record(cands: CandidateSet, refs: list[str]) -> dict[str, Any] | None:
     """The retrieval router's report with ``sent`` per hit: the memory reached the payload
-    (as a line or a shaped unit, or its raw result)."""
+    (as a line or a shaped unit, or its raw result: :func:`~.decisions.memory_sent`);
+    ``refs``: every record id the request sends (an extension's: the previous request's too)."""
     if cands.retrieval is None:
         return None
+    from contextledger.assembly.decisions import memory_sent
+
     sent = set(refs)
     arts = {m.id: m.source_artifact_ids for m in cands.memories}
-    hits = [{**h, "sent": h["record_id"] in sent or any(x in sent for x in arts.get(h["record_id"], ()))} for h in cands.retrieval.get("hits", [])]
+    hits = [{**h, "sent": memory_sent(h["record_id"], arts.get(h["record_id"], ()), sent)} for h in cands.retrieval.get("hits", [])]
     return {**cands.retrieval, "hits": hits}
 
 

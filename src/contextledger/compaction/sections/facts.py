@@ -1,4 +1,8 @@
-"""The ``verified_facts`` section: current memories other than file reads and writes."""
+"""The ``verified_facts`` section: current memories other than file reads and writes.
+
+A passing test run is a verified fact whatever the clock says (what it verified is
+invalidated by a newer run or a change, never by its age): the section never says
+``none recorded`` beside a latest verification that passed."""
 
 from __future__ import annotations
 
@@ -26,18 +30,27 @@ def _structurally_current(mem: ToolMemory) -> bool:
     )
 
 
+def _passing_test(mem: ToolMemory) -> bool:
+    """A test run whose output says it passed, neither superseded nor marked stale."""
+    return (
+        memory_kind(mem) == "test_run"
+        and str(mem.payload.get("status") or "") == "passed"
+        and mem.superseded_by is None
+        and mem.resolution_state in (ResolutionState.CURRENT, ResolutionState.REPAIRED)
+    )
+
+
 def verified_facts(
     covered: Sequence[ToolMemory], now: datetime
 ) -> tuple[list[dict[str, Any]], int]:
     """Current facts with their sources, newest :data:`MAX_FACTS` in seq order, and how
-    many current facts were left out."""
+    many current facts were left out.  Passing test runs count whatever their age (see
+    the module docstring)."""
     facts = [
         m
         for m in by_seq(covered)
         if memory_kind(m) not in FILE_KINDS
-        and _structurally_current(m)
-        and not failed_payload(m)
-        and not is_stale(m, now)
+        and (_passing_test(m) or (_structurally_current(m) and not failed_payload(m) and not is_stale(m, now)))
     ]
     kept = facts[-MAX_FACTS:]
     return (

@@ -74,6 +74,16 @@ class Dialect(ABC):
         (:func:`~.reconcile.conversation_for`)."""
         return None
 
+    history_field: str = "messages"
+    """The body field that holds the history (a list of objects)."""
+
+    def body_problem(self, body: dict[str, Any]) -> str | None:
+        """What makes ``body`` invalid for the provider before any parsing: its history
+        field (:attr:`history_field`) missing, not a list, or holding an item that is not a
+        JSON object (``"messages[2] must be an object, got a string"``); ``None`` when the
+        shape holds.  Such a body is answered 400, never forwarded."""
+        return history_problem(self.history_field, body.get(self.history_field), missing=self.history_field not in body)
+
     def upstream_tokens(self, body: dict[str, Any]) -> int | None:
         """Tokens of what the model reads in an upstream body (o200k, compact JSON of the
         model-facing fields), for the budget check; ``None``: not measured."""
@@ -119,6 +129,25 @@ class Dialect(ABC):
     @abstractmethod
     def stream_error(self, message: str) -> bytes:
         """The SSE bytes that tell a client its stream broke off."""
+
+
+_JSON_KIND = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "an array", dict: "an object", type(None): "null"}
+
+
+def history_problem(name: str, value: Any, *, missing: bool, text_allowed: bool = False) -> str | None:
+    """The problem of a history field ``name`` holding ``value`` (see
+    :meth:`Dialect.body_problem`); ``text_allowed``: a plain string is a valid history too
+    (the Responses ``input``)."""
+    if missing:
+        return f"the request body has no '{name}' field"
+    if text_allowed and isinstance(value, str):
+        return None
+    if not isinstance(value, list):
+        return f"'{name}' must be an array{' or a string' if text_allowed else ''}, got {_JSON_KIND.get(type(value), 'a value')}"
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            return f"'{name}[{i}]' must be an object, got {_JSON_KIND.get(type(item), 'a value')}"
+    return None
 
 
 def session_from(headers: Mapping[str, str], body: dict[str, Any], names: Sequence[str]) -> str | None:

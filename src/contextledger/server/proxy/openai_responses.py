@@ -47,7 +47,13 @@ from contextledger.errors import InputError
 from contextledger.providers.counting import count_openai_responses_tokens
 from contextledger.providers.openai_responses import native_tool_items
 from contextledger.server.proxy.bodies import BodyDialect
-from contextledger.server.proxy.dialect import Answer, AnswerStream, prompt_cache_key, session_from
+from contextledger.server.proxy.dialect import (
+    Answer,
+    AnswerStream,
+    history_problem,
+    prompt_cache_key,
+    session_from,
+)
 from contextledger.server.proxy.reconcile import ParsedRequest
 from contextledger.server.proxy.sse import SseEvent
 
@@ -133,6 +139,13 @@ class OpenAIResponsesDialect(BodyDialect):
         if body.get("previous_response_id") or body.get("conversation"):
             raise InputError("the request continues server-side state (previous_response_id / conversation): nothing to assemble")
         return super().parse(body)
+
+    def body_problem(self, body: dict[str, Any]) -> str | None:
+        """``input`` must be a string or an array of objects; it may be absent only when the
+        request continues server-side state (``previous_response_id`` / ``conversation``)."""
+        if "input" not in body and (body.get("previous_response_id") or body.get("conversation")):
+            return None
+        return history_problem("input", body.get("input"), missing="input" not in body, text_allowed=True)
 
     def session_key(self, headers: Mapping[str, str], body: dict[str, Any]) -> str | None:
         """The session id of the module docstring (``None`` when the client sends none)."""

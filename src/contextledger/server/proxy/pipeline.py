@@ -33,7 +33,10 @@ replaced by its marker); the assembly is marked with the tokens of both requests
 Every answer's reported usage (:mod:`.usage`) is added to its assembly record and the
 ``/metrics`` token counters.
 
-A body that is not a JSON object is rejected in the provider's error shape; a body the
+A body that is not a JSON object, or whose history (``messages``, Responses ``input``) is
+missing, not an array or holds an item that is not an object
+(:meth:`~.dialect.Dialect.body_problem`), is rejected with 400 in the provider's error
+shape (one log line; never forwarded, nothing recorded); a body the
 parsers cannot read, or whose assembly fails, is forwarded untouched (the response says
 so in ``x-contextledger-passthrough``, the service log says why).
 """

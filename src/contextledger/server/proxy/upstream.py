@@ -7,6 +7,7 @@ shape."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,11 +19,16 @@ from contextledger.server.proxy.dialect import Dialect
 
 __all__: list[str] = []  # the pipeline, side calls and probes import its helpers by name
 
+_log = logging.getLogger("contextledger.server.proxy")
+
 
 _HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
     "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding", "content-encoding",
 })
+_SERVICE_OWN = frozenset({"server", "date"})
+"""Response headers the serving HTTP server writes itself: the upstream's are not relayed
+(a client gets one of each)."""
 
 
 def _upstream_headers(request: Request) -> dict[str, str]:
@@ -34,7 +40,9 @@ def _upstream_headers(request: Request) -> dict[str, str]:
 
 
 def _client_headers(upstream: httpx.Headers, extra: dict[str, str]) -> dict[str, str]:
-    out = {k: v for k, v in upstream.items() if k.lower() not in _HOP_BY_HOP}
+    """The upstream's response headers to relay with ``extra`` (ours): without hop-by-hop
+    headers and those the serving HTTP server writes itself (``server``, ``date``)."""
+    out = {k: v for k, v in upstream.items() if k.lower() not in _HOP_BY_HOP and k.lower() not in _SERVICE_OWN}
     out.update(extra)
     return out
 
@@ -90,6 +98,10 @@ async def read_request(request: Request, dialect: Dialect) -> tuple[bytes, dict[
         return _error(dialect, 400, "the request body is not valid JSON")
     if not isinstance(body, dict):
         return _error(dialect, 400, "the request body must be a JSON object")
+    problem = dialect.body_problem(body)
+    if problem is not None:  # never forwarded, never recorded
+        _log.warning("%s request refused (400): %s", dialect.name, problem)
+        return _error(dialect, 400, problem)
     try:
         tenant = request.state.tenant = await run_in_threadpool(resolve_tenant, request, bearer=False)
     except HTTPException as exc:
