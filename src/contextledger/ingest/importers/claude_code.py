@@ -45,12 +45,12 @@ from contextledger.ingest.importers.build import MAIN, first_user_title
 from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
     Source,
-    content_key_of,
     describe_json,
     fail,
     iter_jsonl,
     parse_timestamp,
     read_source,
+    source_key,
     type_of,
 )
 from contextledger.ingest.transcript import ImportedMessage, ImportedParticipant, ImportedTranscript
@@ -623,6 +623,6 @@ def parse_claude_code(source: Source, *, fold_subagents: bool = True, array: lis
         tree=True,
         active_leaf_key=active,
         notes=builder.notes,
-        content_key=content_key_of(s.data for s in everything),
+        content_key=source_key(everything),
         metadata=metadata,
     )
