@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 from urllib.parse import unquote_to_bytes
 
 from contextledger.errors import ImportFormatError
-from contextledger.ingest.preambles import strip_injected
+from contextledger.ingest.preambles import strip_wrappers, user_text
 from contextledger.limits import JsonDepthError, loads_json, scan_window
 from contextledger.records.parts import ImagePart
 
@@ -434,16 +434,22 @@ def command_title(text: str) -> str:
     return make_title(command.group(1)) if command else ""
 
 
+_TITLE_SCAN = 4096
+"""Characters of a turn's own words read for its title (each line's wrapper tags
+removed: a title is no quotation)."""
+
+
 def title_of(text: str) -> str:
     """The title a user turn gives: its own words (client-injected blocks such as
-    ``<system-reminder>``, ``<environment_context>`` or ``<command-message>`` removed by
-    :func:`~contextledger.ingest.preambles.strip_injected`) through :func:`make_title`.
+    ``<system-reminder>``, ``<environment_context>`` or ``<command-message>`` and the
+    wrapper tags at its ends such as ``<pr_description>`` removed by
+    :func:`~contextledger.ingest.preambles.user_text`) through :func:`make_title`.
     A turn that only records a slash command with arguments is titled with what the user
     typed, the ``<command-name>`` and its ``<command-args>`` (``"/review src/parser.py"``);
     a bare command (``/clear``) gives none.  ``""`` when nothing of the user's is left
     (the caller then tries the next turn, then :func:`command_title`)."""
     text = scan_window(text)
-    own = strip_injected(text)
+    own = "\n".join(strip_wrappers(line) for line in user_text(text)[:_TITLE_SCAN].splitlines())
     if not own and (args := _COMMAND_ARGS.search(text)) is not None and args.group(1).strip():
         own = f"{command_title(text)} {args.group(1)}".strip()
     return make_title(own)
