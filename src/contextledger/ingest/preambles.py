@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["INJECTED_TAGS", "is_injected", "strip_injected", "user_text"]
+__all__ = ["INJECTED_TAGS", "is_injected", "strip_injected", "strip_wrappers", "user_text"]
 
 INJECTED_TAGS: tuple[str, ...] = (
     "system-reminder", "command-name", "command-message", "command-args", "command-contents",
@@ -72,8 +72,66 @@ def is_injected(text: str) -> bool:
     return bool(text.strip()) and not strip_injected(text)
 
 
+_TAG = re.compile(r"<(/?)([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?/?>")
+_MAX_WRAPPER_TAGS = 16
+"""Tags read at each end of a span (the work stays bounded on hostile markup)."""
+
+
+def _inline_close(text: str, start: int, end: int, name: str) -> bool:
+    """Whether an opening tag ``<name>`` at the start is closed inside the span before
+    its very end (inline markup such as ``<b>Never</b> push``, not a wrapper)."""
+    close = f"</{name}>"
+    at = text.find(close, start, end)
+    return at >= 0 and text[at + len(close) : end].strip() != ""
+
+
+def wrapper_bounds(text: str, start: int = 0, end: int | None = None) -> tuple[int, int]:
+    """``(start, end)`` of ``text[start:end]`` without the wrapper tags at its two ends:
+    the markup a scaffold puts around the task (SWE-agent / mini-swe-agent
+    ``<pr_description>`` … ``</pr_description>``, ``<instructions>``, OpenHands
+    ``<uploaded_files>``, ``<NOTE>``, ``<IMPORTANT>`` …), never the words between them.
+    At the start a tag is markup when it is a stray closing tag or an opening tag not
+    closed before the end; at the end a closing tag is markup when its opening tag is not
+    in the span, and the opening tags after it too (a lone ``<path>`` ending a sentence is
+    a placeholder, kept; ``<b>y</b>`` is inline markup, kept).  Whitespace next to them
+    goes too.  At most :data:`_MAX_WRAPPER_TAGS` tags a side: linear in the length of
+    the span."""
+    end = len(text) if end is None else end
+    for _ in range(_MAX_WRAPPER_TAGS):
+        while start < end and text[start].isspace():
+            start += 1
+        m = _TAG.match(text, start, end)
+        if m is None or (not m.group(1) and _inline_close(text, m.end(), end, m.group(2))):
+            break
+        start = m.end()
+    cut, pos = end, end
+    for _ in range(_MAX_WRAPPER_TAGS):
+        while pos > start and text[pos - 1].isspace():
+            pos -= 1
+        opening = text.rfind("<", start, pos) if pos > start and text[pos - 1] == ">" else -1
+        m = _TAG.fullmatch(text, opening, pos) if opening >= 0 else None
+        if m is None:
+            break
+        if m.group(1):
+            if text.find(f"<{m.group(2)}", start, opening) >= 0:
+                break  # closes an element of the span: inline markup
+            cut = opening
+        pos = opening
+    while cut > start and text[cut - 1].isspace():
+        cut -= 1
+    return start, max(start, cut)
+
+
+def strip_wrappers(text: str) -> str:
+    """``text`` without the wrapper tags at its two ends (:func:`wrapper_bounds`),
+    stripped."""
+    start, end = wrapper_bounds(text)
+    return text[start:end].strip()
+
+
 def user_text(text: str) -> str:
-    """The user's own words of a user message (``text`` minus injected blocks); alias of
-    :func:`strip_injected` named for the call sites that pick titles, task statements and
-    constraints."""
-    return strip_injected(text)
+    """The user's own words of a user message: ``text`` minus injected blocks
+    (:func:`strip_injected`) and the wrapper tags at its two ends
+    (:func:`strip_wrappers`); named for the call sites that pick titles, task statements
+    and constraints."""
+    return strip_wrappers(strip_injected(text))

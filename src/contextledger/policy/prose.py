@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from contextledger.ingest.preambles import wrapper_bounds
+
 __all__ = ["BULLET", "Sentence", "prose_lines", "prose_sentences"]
 
 
@@ -122,8 +124,11 @@ def prose_sentences(text: str) -> list[Sentence]:
     """The sentences of ``text``'s own prose (module doc), as spans of ``text``.
 
     Lines are split at ``. ! ?`` followed by space (not after ``e.g.``, ``i.e.``, ``cf.``,
-    ``vs.``) and after ``。！？``; each sentence is stripped of surrounding whitespace,
-    otherwise verbatim."""
+    ``vs.``) and after ``。！？``; each sentence is stripped of surrounding whitespace and
+    of the wrapper tags at its two ends (``<pr_description>``, a stray
+    ``</pr_description>`` or ``</NOTE>``:
+    :func:`~contextledger.ingest.preambles.wrapper_bounds`), otherwise verbatim; a
+    sentence of tags alone is none."""
     out: list[Sentence] = []
     for offset, line, block in prose_lines(text):
         pos = 0
@@ -135,8 +140,9 @@ def prose_sentences(text: str) -> list[Sentence]:
             lead = len(piece) - len(piece.lstrip())
             body = piece.strip()
             if body:
-                start = offset + pos + lead
-                out.append(Sentence(start=start, end=start + len(body), block=block))
+                start, stop = wrapper_bounds(text, offset + pos + lead, offset + pos + lead + len(body))
+                if stop > start:
+                    out.append(Sentence(start=start, end=stop, block=block))
             if sep is not None:
                 pos = sep.end()
     return out

@@ -45,10 +45,10 @@ from contextledger.ingest.importers.claude_code import parse_claude_code
 from contextledger.ingest.importers.codex_rollout import parse_codex_rollout
 from contextledger.ingest.importers.common import (
     Source,
-    content_key_of,
     fail,
     parse_json_document,
     read_source,
+    source_key,
     split_exchange,
 )
 from contextledger.ingest.importers.detect import (
@@ -126,7 +126,7 @@ def _forced_document(source: Source, format: str) -> Any | None:
 def _chat(source: Source, document: Any) -> ImportedTranscript:
     if isinstance(document, dict):
         body, response = split_exchange(document)
-        return parse_chat_body(body, response=response, path=source.name, content_key=content_key_of([source.data]))
+        return parse_chat_body(body, response=response, path=source.name, content_key=source_key([source]))
     return parse_openai_chat(source, document)
 
 

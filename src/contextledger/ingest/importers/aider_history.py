@@ -46,7 +46,7 @@ from datetime import datetime
 from contextledger.ingest.importers.aider_blocks import EditBlock, find_edit_blocks, split_thinking
 from contextledger.ingest.importers.build import first_user_title, main_participant
 from contextledger.ingest.importers.call_ids import CallIdRegistry
-from contextledger.ingest.importers.common import Source, content_key_of, parse_timestamp
+from contextledger.ingest.importers.common import Source, parse_timestamp, source_key
 from contextledger.ingest.transcript import ImportedMessage, ImportedTranscript
 from contextledger.records.enums import MessageKind, Role
 from contextledger.records.parts import Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
@@ -359,6 +359,6 @@ def parse_aider_history(source: Source) -> ImportedTranscript:
         messages=messages,
         participants=[main_participant(history.model)],
         notes=history.notes,
-        content_key=content_key_of([source.data]),
+        content_key=source_key([source]),
         metadata={"sessions": history.sessions, "edit_format": history.edit_format or None},
     )

@@ -34,10 +34,10 @@ from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
     REQUEST_BODY,
     Source,
-    content_key_of,
     describe_json,
     fail,
     json_content_key,
+    source_key,
     split_exchange,
 )
 from contextledger.ingest.transcript import ImportedMessage, ImportedTranscript
@@ -264,7 +264,7 @@ def parse_anthropic_file(source: Source, document: Any) -> ImportedTranscript:
     Raises:
         ImportFormatError: see :func:`parse_anthropic_messages`.
     """
-    content_key = content_key_of([source.data])
+    content_key = source_key([source])
     if isinstance(document, list):
         return parse_anthropic_messages({"messages": document}, path=source.name, content_key=content_key)
     if not isinstance(document, Mapping):

@@ -45,12 +45,12 @@ from contextledger.ingest.importers.build import MAIN, first_user_title
 from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
     Source,
-    content_key_of,
     describe_json,
     fail,
     iter_jsonl,
     parse_timestamp,
     read_source,
+    source_key,
     type_of,
 )
 from contextledger.ingest.transcript import ImportedMessage, ImportedParticipant, ImportedTranscript
@@ -98,6 +98,7 @@ class _Node:
     conversational: bool
     location: str
     timestamp: datetime | None = None
+    session: str | None = None
     messages: list[ImportedMessage] = field(default_factory=list)
     call_ids: set[str] = field(default_factory=set)
     answers: set[str] = field(default_factory=set)
@@ -161,7 +162,9 @@ class _Builder:
         self.fingerprints: dict[tuple[str, str, str, str], _Node] = {}
         self.participants: dict[str, ImportedParticipant] = {}
         self.sidechain_of: dict[str, str] = {}
-        self.last_node: dict[str, _Node] = {}
+        self.last_node: dict[tuple[str, str | None], _Node] = {}
+        self.sessions: list[str] = []
+        self._session: str | None = None
         self.task_prompts: dict[str, str] = {}
         self.session_id: str | None = None
         self.version: str | None = None
@@ -230,11 +233,11 @@ class _Builder:
         self._order += 1
         node = _Node(
             order=self._order, key=key, participant=participant, raw_parent=raw_parent,
-            conversational=conversational, location=location, timestamp=timestamp,
+            conversational=conversational, location=location, timestamp=timestamp, session=self._session,
         )
         self.nodes.append(node)
         self.by_uuid[key] = node
-        self.last_node[participant] = node
+        self.last_node[(participant, self._session)] = node
         return node
 
     def _fingerprint(self, participant: str, record: dict[str, Any]) -> tuple[str, str, str, str] | None:
@@ -259,8 +262,12 @@ class _Builder:
             self.notes.append(f"{location}: record without a 'type' kept as meta")
             rtype = "untyped"
         participant = self._participant_for(record, fixed)
-        if self.session_id is None and isinstance(record.get("sessionId"), str):
-            self.session_id = record["sessionId"]
+        session = record.get("sessionId")
+        self._session = session if isinstance(session, str) and session else self._session
+        if self._session is not None and self._session not in self.sessions:
+            self.sessions.append(self._session)
+        if self.session_id is None and self._session is not None:
+            self.session_id = self._session
         if self.version is None and isinstance(record.get("version"), str):
             self.version = record["version"]
         uuid = record.get("uuid") if isinstance(record.get("uuid"), str) and record.get("uuid") else None
@@ -278,7 +285,7 @@ class _Builder:
         if raw_parent is None and isinstance(record.get("logicalParentUuid"), str):
             raw_parent = record["logicalParentUuid"]
         if uuid is None:
-            previous = self.last_node.get(participant)
+            previous = self.last_node.get((participant, self._session))
             raw_parent = previous.key if previous is not None else None
             key = f"{label.strip()}:line:{line_no}" if label else f"line:{line_no}"
         else:
@@ -308,7 +315,7 @@ class _Builder:
             turn = group.messages[0]
             turn.metadata.setdefault("merged_lines", [int(turn.source_ref.rsplit(" ", 1)[-1])]).append(line_no)
             turn.parts.extend(self._assistant_parts(message.get("content"), group, location, turn.attachments))
-            self.last_node[participant] = group
+            self.last_node[(participant, self._session)] = group
             return group
         node = self._new_node(key, participant, raw_parent, True, location, timestamp)
         model = message.get("model") if isinstance(message.get("model"), str) else None
@@ -470,7 +477,16 @@ class _Builder:
         for key, root in roots.items():
             starts = [n for n in sorted(root.children, key=lambda n: n.order) if _has_conversation(n)]
             for extra in starts[1:]:
-                previous = max((n for n in self.nodes if n.participant == key and n.order < extra.order), key=lambda n: n.order)
+                # a root continues the record before it of its own session; the first
+                # root of another session (lines of two sessions interleaved in one
+                # file) stays a root: its own branch, never turns of the other session
+                previous = max(
+                    (n for n in self.nodes if n.participant == key and n.session == extra.session and n.order < extra.order),
+                    key=lambda n: n.order, default=None,
+                )
+                if previous is None:
+                    self.notes.append(f"{extra.location}: session {extra.session} starts its own branch (its lines are interleaved with another session's)")
+                    continue
                 if id(extra) not in quiet:
                     self.notes.append(f"{extra.location}: a second conversation root was linked after {previous.location}")
                 _attach(extra, previous)
@@ -602,6 +618,8 @@ def parse_claude_code(source: Source, *, fold_subagents: bool = True, array: lis
     metadata: dict[str, Any] = {}
     if builder.session_id:
         metadata["session_id"] = builder.session_id
+    if len(builder.sessions) > 1:
+        metadata["session_ids"] = builder.sessions
     if builder.version:
         metadata["claude_code_version"] = builder.version
     if extra_sources:
@@ -623,6 +641,6 @@ def parse_claude_code(source: Source, *, fold_subagents: bool = True, array: lis
         tree=True,
         active_leaf_key=active,
         notes=builder.notes,
-        content_key=content_key_of(s.data for s in everything),
+        content_key=source_key(everything),
         metadata=metadata,
     )

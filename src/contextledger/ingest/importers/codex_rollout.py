@@ -46,11 +46,11 @@ from contextledger.ingest.importers.build import first_model, main_participant
 from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
     Source,
-    content_key_of,
     describe_json,
     fail,
     iter_jsonl,
     parse_timestamp,
+    source_key,
     title_of,
     type_of,
 )
@@ -323,6 +323,6 @@ def parse_codex_rollout(source: Source) -> ImportedTranscript:
         messages=messages,
         participants=[main_participant(model, "openai")],
         notes=rollout.notes,
-        content_key=content_key_of([source.data]),
+        content_key=source_key([source]),
         metadata=metadata,
     )

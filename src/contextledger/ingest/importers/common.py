@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 from urllib.parse import unquote_to_bytes
 
 from contextledger.errors import ImportFormatError
-from contextledger.ingest.preambles import strip_injected
+from contextledger.ingest.preambles import strip_wrappers, user_text
 from contextledger.limits import JsonDepthError, loads_json, scan_window
 from contextledger.records.parts import ImagePart
 
@@ -49,6 +49,7 @@ __all__ = [
     "parse_json_document",
     "parse_timestamp",
     "read_source",
+    "source_key",
     "split_exchange",
     "title_of",
     "type_of",
@@ -69,16 +70,32 @@ class Source:
         path: the file.
         data: its raw bytes (hashed for ``content_key``).
         text: the bytes decoded as UTF-8 (a leading byte-order mark removed), or as
-            Latin-1 for a text transcript that is not UTF-8 (:data:`LATIN1_FALLBACK`).
+            Latin-1 for a text transcript that is not UTF-8 (:data:`LATIN1_FALLBACK`),
+            CRLF line endings read as LF (JSON treats both as whitespace, RFC 8259 §2; a
+            Markdown history's lines are the same lines).
         notes: how the file was read when that is not plain UTF-8 (``"byte 40: not valid
             UTF-8 …; decoded as Latin-1"``); :func:`~contextledger.ingest.importers.parse_file`
             puts them first in the transcript's notes, whatever its format.
+        lossy: ``text`` replaced invalid bytes (U+FFFD), so it does not determine ``data``;
+            the identity of such a file is its bytes (:func:`source_key`).
     """
 
     path: Path
     data: bytes
     text: str
     notes: tuple[str, ...] = ()
+    lossy: bool = False
+
+    @property
+    def identity(self) -> bytes:
+        """What identifies the file's content: ``text`` UTF-8 encoded (its line endings
+        already LF, :func:`decode_source`), so one transcript saved with CRLF line endings,
+        a byte-order mark, or as UTF-16 / UTF-32 is the same import.  For a plain UTF-8
+        file with LF line endings this is ``data`` itself; for a ``lossy`` decoding it is
+        ``data``."""
+        if self.lossy:
+            return self.data
+        return self.text.encode("utf-8", "surrogatepass")
 
     @property
     def name(self) -> str:
@@ -165,6 +182,12 @@ def wide_encoding(data: bytes) -> str | None:
     return patterns.get((zero[0], zero[1], zero[2], zero[3]))
 
 
+def _lf(text: str) -> str:
+    """``text`` with CRLF line endings as LF (a lone CR, a terminal's carriage return
+    inside output, is kept)."""
+    return text.replace("\r\n", "\n") if "\r\n" in text else text
+
+
 def decode_source(path: Path, data: bytes) -> Source:
     """Validate and decode already-read bytes (see :func:`read_source` for the errors)."""
     if not data.strip():
@@ -175,7 +198,7 @@ def decode_source(path: Path, data: bytes) -> Source:
             text = data.decode(wide)
         except UnicodeDecodeError as exc:
             fail(path, f"byte {exc.start}", f"not valid {wide.upper()} ({exc.reason})")
-        text = text.removeprefix("\ufeff")
+        text = _lf(text.removeprefix("\ufeff"))
         if not text.strip():
             fail(path, None, "file is empty")
         return Source(path=path, data=data, text=text)
@@ -186,9 +209,7 @@ def decode_source(path: Path, data: bytes) -> Source:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return _latin1_source(path, data, exc)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return Source(path=path, data=data, text=text)
+    return Source(path=path, data=data, text=_lf(text.removeprefix("\ufeff")))
 
 
 AIDER_HEADER = re.compile(r"^# aider chat started at ", re.M)
@@ -226,10 +247,10 @@ def _latin1_source(path: Path, data: bytes, exc: UnicodeDecodeError) -> Source:
 
         lenient = decode_mostly_utf8(path, data)
         if lenient is not None:
-            return Source(path=path, data=data, text=lenient[0], notes=(lenient[1],))
+            return Source(path=path, data=data, text=_lf(lenient[0]), notes=(lenient[1],), lossy=True)
         fail(path, f"byte {exc.start}", f"binary file: not valid UTF-8 ({exc.reason})")
     note = f"byte {exc.start}: not valid UTF-8 ({exc.reason}); the file was decoded as Latin-1 (ISO-8859-1)"
-    return Source(path=path, data=data, text=text, notes=(note,))
+    return Source(path=path, data=data, text=_lf(text), notes=(note,))
 
 
 def content_key_of(chunks: Iterable[bytes]) -> str:
@@ -238,6 +259,14 @@ def content_key_of(chunks: Iterable[bytes]) -> str:
     for chunk in chunks:
         digest.update(chunk)
     return f"sha256:{digest.hexdigest()}"
+
+
+def source_key(sources: Iterable[Source]) -> str:
+    """The ``content_key`` of a transcript read from ``sources`` (in order):
+    ``sha256:<hex>`` of their decoded content (:attr:`Source.identity`), not their bytes,
+    so a re-encoded copy of an imported file (CRLF, BOM, UTF-16) is recognised as the
+    same import."""
+    return content_key_of(s.identity for s in sources)
 
 
 def type_of(value: Any) -> str | None:
@@ -405,16 +434,22 @@ def command_title(text: str) -> str:
     return make_title(command.group(1)) if command else ""
 
 
+_TITLE_SCAN = 4096
+"""Characters of a turn's own words read for its title (each line's wrapper tags
+removed: a title is no quotation)."""
+
+
 def title_of(text: str) -> str:
     """The title a user turn gives: its own words (client-injected blocks such as
-    ``<system-reminder>``, ``<environment_context>`` or ``<command-message>`` removed by
-    :func:`~contextledger.ingest.preambles.strip_injected`) through :func:`make_title`.
+    ``<system-reminder>``, ``<environment_context>`` or ``<command-message>`` and the
+    wrapper tags at its ends such as ``<pr_description>`` removed by
+    :func:`~contextledger.ingest.preambles.user_text`) through :func:`make_title`.
     A turn that only records a slash command with arguments is titled with what the user
     typed, the ``<command-name>`` and its ``<command-args>`` (``"/review src/parser.py"``);
     a bare command (``/clear``) gives none.  ``""`` when nothing of the user's is left
     (the caller then tries the next turn, then :func:`command_title`)."""
     text = scan_window(text)
-    own = strip_injected(text)
+    own = "\n".join(strip_wrappers(line) for line in user_text(text)[:_TITLE_SCAN].splitlines())
     if not own and (args := _COMMAND_ARGS.search(text)) is not None and args.group(1).strip():
         own = f"{command_title(text)} {args.group(1)}".strip()
     return make_title(own)

@@ -35,12 +35,12 @@ from contextledger.ingest.importers.build import first_model, first_user_title, 
 from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
     Source,
-    content_key_of,
     describe_json,
     fail,
     image_from_base64,
     iter_jsonl,
     parse_timestamp,
+    source_key,
     type_of,
 )
 from contextledger.ingest.transcript import ImportedMessage, ImportedTranscript
@@ -377,6 +377,6 @@ def parse_gemini_cli(source: Source, document: Any | None) -> ImportedTranscript
         tree=tree,
         active_leaf_key=active if tree else None,
         notes=converter.notes,
-        content_key=content_key_of([source.data]),
+        content_key=source_key([source]),
         metadata=metadata,
     )

@@ -26,11 +26,11 @@ from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
     REQUEST_BODY,
     Source,
-    content_key_of,
     describe_json,
     fail,
     iter_jsonl,
     json_content_key,
+    source_key,
 )
 from contextledger.ingest.importers.openai_messages import OpenAIMessageConverter
 from contextledger.ingest.importers.text_actions import (
@@ -169,7 +169,7 @@ def parse_openai_chat(source: Source, document: Any | None) -> ImportedTranscrip
         ImportFormatError: wrong top-level shape, unknown role (location ``"messages[7]"``,
             ``"[7]"`` for a top-level array, ``"line 12"`` for JSON Lines), bad lines.
     """
-    content_key = content_key_of([source.data])
+    content_key = source_key([source])
     if isinstance(document, dict):
         return parse_chat_body(document, path=source.name, content_key=content_key)
     chat = _Chat(source.path)

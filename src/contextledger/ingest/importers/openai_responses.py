@@ -25,11 +25,11 @@ from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
     REQUEST_BODY,
     Source,
-    content_key_of,
     describe_json,
     fail,
     iter_jsonl,
     json_content_key,
+    source_key,
     split_exchange,
 )
 from contextledger.ingest.importers.openai_messages import content_to_parts
@@ -192,7 +192,7 @@ def parse_responses_file(source: Source, document: Any | None) -> ImportedTransc
     Raises:
         ImportFormatError: see :func:`parse_openai_responses`; bad JSON lines.
     """
-    content_key = content_key_of([source.data])
+    content_key = source_key([source])
     if document is None:
         notes: list[str] = []
         skipped: list[str] = []

@@ -37,10 +37,10 @@ from contextledger.ingest.importers.build import (
 from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
     Source,
-    content_key_of,
     describe_json,
     fail,
     parse_timestamp,
+    source_key,
 )
 from contextledger.ingest.importers.episode_end import answer_final_action, episode_end
 from contextledger.ingest.importers.openai_messages import OpenAIMessageConverter
@@ -244,6 +244,6 @@ def parse_swe_agent(source: Source, document: Any) -> ImportedTranscript:
         messages=messages,
         participants=[main_participant(model)],
         notes=notes,
-        content_key=content_key_of([source.data]),
+        content_key=source_key([source]),
         metadata=metadata,
     )

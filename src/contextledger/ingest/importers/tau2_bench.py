@@ -24,10 +24,10 @@ from contextledger.ingest.importers.build import first_model, first_user_title, 
 from contextledger.ingest.importers.call_ids import CallIdRegistry
 from contextledger.ingest.importers.common import (
     Source,
-    content_key_of,
     describe_json,
     fail,
     parse_timestamp,
+    source_key,
 )
 from contextledger.ingest.importers.openai_messages import OpenAIMessageConverter
 from contextledger.ingest.transcript import ImportedTranscript
@@ -100,6 +100,6 @@ def parse_tau2_bench(source: Source, document: Mapping[str, Any]) -> ImportedTra
         messages=messages,
         participants=[main_participant(model)],
         notes=notes,
-        content_key=content_key_of([source.data]),
+        content_key=source_key([source]),
         metadata=metadata,
     )
