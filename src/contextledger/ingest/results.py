@@ -88,8 +88,9 @@ class ResultRecording:
         provider_metadata: Mapping[str, Any] | None = None,
         observed_at: datetime | None = None,
     ) -> tuple[Message, ToolArtifact, ToolMemory]:
-        """Record the raw result of ``call_id`` (first tier, one transaction) and derive its
-        memory (second tier: the conversation's queue drained in a separate transaction).
+        """Record the raw result of ``call_id`` (first tier, one transaction:
+        :meth:`queue_tool_result`) and derive its memory (second tier: the conversation's
+        queue drained in a separate transaction, :meth:`derived`).
 
         Args:
             result: the complete raw result (text, or bytes for binary payloads).
@@ -101,6 +102,34 @@ class ResultRecording:
             InputError: the call already has a result (idempotent re-recording of the
                 same bytes returns the existing records instead).
         """
+        msg, art = self.queue_tool_result(
+            conversation_id, call_id, result, is_error=is_error, error_type=error_type, content_type=content_type,
+            privacy_class=privacy_class, visibility=visibility, shared_with_participants=shared_with_participants,
+            skill_profile=skill_profile, provider_metadata=provider_metadata, observed_at=observed_at,
+        )
+        return msg, art, self.derived(art)
+
+    def queue_tool_result(
+        self,
+        conversation_id: str,
+        call_id: str,
+        result: str | bytes,
+        *,
+        is_error: bool = False,
+        error_type: str | None = None,
+        content_type: str | None = None,
+        privacy_class: PrivacyClass = PrivacyClass.INTERNAL,
+        visibility: Visibility | None = None,
+        shared_with_participants: Sequence[str] = (),
+        skill_profile: str | None = None,
+        provider_metadata: Mapping[str, Any] | None = None,
+        observed_at: datetime | None = None,
+    ) -> tuple[Message, ToolArtifact]:
+        """The first tier of :meth:`record_tool_result` alone: the blob (when large), then
+        one transaction holding the artifact, the result message, the call status and the
+        derivation queue row.  The memory comes from the next
+        :func:`~contextledger.ingest.drain.drain`; until then an assembly shows the raw
+        result.  Same arguments and errors as :meth:`record_tool_result`."""
         raw = payload_bytes(result, f"tool result of {call_id}")
         blob_key = self.runtime.put_blob_if_large(raw, privacy_class)
         try:
@@ -117,17 +146,17 @@ class ResultRecording:
                 enqueue_result(w, first.stored, first.msg, first.screened, first.entry)
         except AlreadyRecorded:
             # another writer recorded this call's result first; ours was rolled back whole
-            return self.record_tool_result(conversation_id, call_id, result, is_error=is_error)
+            return self.queue_tool_result(conversation_id, call_id, result, is_error=is_error)
         except _Resolved as resolved:
             return self._recorded_result(conversation_id, call_id, raw, str(resolved))
-        return first.msg, first.stored, self.derived(first.stored)
+        return first.msg, first.stored
 
-    def _recorded_result(self, conversation_id: str, call_id: str, raw: bytes, status: str) -> tuple[Message, ToolArtifact, ToolMemory]:
+    def _recorded_result(self, conversation_id: str, call_id: str, raw: bytes, status: str) -> tuple[Message, ToolArtifact]:
         arts = self.store.artifacts(self.scope, conversation_id, call_ids=[call_id])
         if not arts or arts[0].sha256 != sha256_key(raw):
             raise InputError(f"tool call {call_id} already has a result ({status})")
         msgs = self.store.messages(self.scope, conversation_id, ids=[arts[0].message_id or ""])
-        return msgs[0], arts[0], self.derived(arts[0])
+        return msgs[0], arts[0]
 
     def derived(self, art: ToolArtifact) -> ToolMemory:
         """The memory of ``art``, after draining the conversation's derivation queue (a
