@@ -18,7 +18,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
@@ -174,3 +176,31 @@ def test_service_worker_drains_in_the_background(sqlite_ledger: Ledger) -> None:
             time.sleep(0.05)
     assert _queue_rows(sqlite_ledger) == []
     assert [m.source_artifact_ids for m in sqlite_ledger.store.memories(scope, conv, segments=None)] == [(art.id,)]
+
+
+def test_a_failing_row_stays_queued_and_never_blocks_the_others(sqlite_ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextledger.ingest.drain as drain_module
+
+    rec = sqlite_ledger.recorder()
+    conv = _exchange(sqlite_ledger, "c1")
+    rec.record_assistant(conv, tool_calls=[{"call_id": "c2", "tool_name": "Bash", "arguments": {"command": "ls"}}])
+    _, bad = rec.queue_tool_result(conv, "c1", RESULT, is_error=True)
+    _, good = rec.queue_tool_result(conv, "c2", "a.py\nb.py")
+    real = drain_module.derive_queued
+
+    def derive(runtime: Any, w: Any, scope: Any, conversation_id: str, artifact_id: str, message_id: str, entry: Any) -> Any:
+        if artifact_id == bad.id:
+            raise RuntimeError("extractor bug")
+        return real(runtime, w, scope, conversation_id, artifact_id, message_id, entry)
+
+    monkeypatch.setattr(drain_module, "derive_queued", derive)
+    with pytest.raises(RuntimeError, match="extractor bug"):
+        drain(sqlite_ledger.runtime)
+    assert [a for a, _ in _queue_rows(sqlite_ledger)] == [bad.id, good.id]  # the batch rolled back whole
+    report = drain(sqlite_ledger.runtime, skip_failed=True)
+    assert [m.source_artifact_ids for m in report.memories] == [(good.id,)]
+    assert [(a, e) for _, a, e in report.failed] == [(bad.id, "RuntimeError: extractor bug")]
+    assert [a for a, _ in _queue_rows(sqlite_ledger)] == [bad.id]
+    monkeypatch.undo()
+    assert [m.source_artifact_ids for m in drain(sqlite_ledger.runtime).memories] == [(bad.id,)]
+    assert _queue_rows(sqlite_ledger) == []

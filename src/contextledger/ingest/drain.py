@@ -22,7 +22,7 @@ transaction commits, in a separate transaction; the service's background worker
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -78,11 +78,13 @@ class QueuedResult:
 
 @dataclass
 class DrainReport:
-    """What one :func:`drain` call did: ``memories`` derived (in queue order) and the
-    number of ``batches`` (transactions)."""
+    """What one :func:`drain` call did: ``memories`` derived (in queue order), the number
+    of ``batches`` (transactions) and, with ``skip_failed``, the ``failed`` rows as
+    ``(queue_id, artifact id, error text)`` (still queued)."""
 
     memories: list[ToolMemory]
     batches: int = 0
+    failed: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 def enqueue_result(w: Writer, stored: ToolArtifact, msg: Message, screened: ScreenedResult, entry: QueuedResult) -> None:
@@ -110,10 +112,11 @@ def queued_artifact_ids(runtime: Runtime, scope: Scope, conversation_id: str) ->
         return {r.artifact_id for r in rows}
 
 
-def _pending(runtime: Runtime, scope: Scope | None, conversation_id: str | None, limit: int) -> list[tuple[int, str, str]]:
-    """``(queue_id, tenant, conversation)`` of the oldest ``limit`` queued rows."""
+def _pending(runtime: Runtime, scope: Scope | None, conversation_id: str | None, limit: int, after: int) -> list[tuple[int, str, str]]:
+    """``(queue_id, tenant, conversation)`` of the oldest ``limit`` queued rows past
+    ``queue_id`` ``after``."""
     q = S.derivation_queue
-    stmt = sa.select(q.c.queue_id, q.c.tenant_id, q.c.conversation_id).order_by(q.c.queue_id).limit(limit)
+    stmt = sa.select(q.c.queue_id, q.c.tenant_id, q.c.conversation_id).where(q.c.queue_id > after).order_by(q.c.queue_id).limit(limit)
     if scope is not None:
         stmt = stmt.where(q.c.tenant_id == scope.tenant_id)
     if conversation_id is not None:
@@ -129,6 +132,7 @@ def drain(
     conversation_id: str | None = None,
     batch: int = DRAIN_BATCH,
     max_batches: int | None = None,
+    skip_failed: bool = False,
 ) -> DrainReport:
     """Derive queued tool results, oldest first, ``batch`` rows per transaction, until
     the queue (of ``scope``'s tenant and ``conversation_id`` when given; of every tenant
@@ -136,22 +140,44 @@ def drain(
 
     Each transaction deletes its rows and derives exactly the rows it deleted (see the
     module docstring), so concurrent drains and crashes never derive a result twice.
+    A failing batch rolls back whole (its rows stay queued).  With ``skip_failed`` (the
+    service's worker) its rows are retried one per transaction and a row that fails alone
+    is left queued and reported in ``failed``, so one bad row never stops the others.
 
     Raises:
         ValueError: ``batch`` < 1.
+        Exception: whatever a derivation raised, unless ``skip_failed``.
     """
     if batch < 1:
         raise ValueError(f"drain batch must be at least 1, got {batch}")
     report = DrainReport(memories=[])
+    after = 0
     while max_batches is None or report.batches < max_batches:
-        rows = _pending(runtime, scope, conversation_id, batch)
+        rows = _pending(runtime, scope, conversation_id, batch, after)
         if not rows:
             break
         tenant = rows[0][1]
         ids = [qid for qid, t, _ in rows if t == tenant]  # one writer scope per transaction
-        report.memories.extend(_drain_batch(runtime, scope if scope is not None else Scope(tenant_id=tenant), ids))
+        tenant_scope = scope if scope is not None else Scope(tenant_id=tenant)
         report.batches += 1
+        try:
+            report.memories.extend(_drain_batch(runtime, tenant_scope, ids))
+        except Exception:
+            if not skip_failed:
+                raise
+            for qid in ids:
+                try:
+                    report.memories.extend(_drain_batch(runtime, tenant_scope, [qid]))
+                except Exception as exc:
+                    report.failed.append((qid, _artifact_of(runtime, qid), f"{type(exc).__name__}: {exc}"))
+                    after = max(after, qid)
     return report
+
+
+def _artifact_of(runtime: Runtime, queue_id: int) -> str:
+    q = S.derivation_queue
+    with runtime.store.engine.connect() as c:
+        return str(c.execute(sa.select(q.c.artifact_id).where(q.c.queue_id == queue_id)).scalar() or "?")
 
 
 def _drain_batch(runtime: Runtime, scope: Scope, queue_ids: Sequence[int]) -> list[ToolMemory]:

@@ -30,10 +30,12 @@ _log = logging.getLogger("contextledger.server")
 async def _run(ledger: Ledger, interval_s: float, stop: asyncio.Event) -> None:
     while not stop.is_set():
         try:
-            report = await run_in_threadpool(drain, ledger.runtime)
+            report = await run_in_threadpool(lambda: drain(ledger.runtime, skip_failed=True))
         except Exception as exc:  # a failing drain must not stop the service; the rows stay queued
             _log.warning("derivation queue: drain failed (%s: %s); retrying", type(exc).__name__, exc)
             report = None
+        for queue_id, artifact_id, error in report.failed if report is not None else ():
+            _log.warning("derivation queue: row %s (artifact %s) not derived, left queued: %s", queue_id, artifact_id, error)
         if report is None or not report.memories:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval_s)
