@@ -188,10 +188,10 @@ def test_a_failing_row_stays_queued_and_never_blocks_the_others(sqlite_ledger: L
     _, good = rec.queue_tool_result(conv, "c2", "a.py\nb.py")
     real = drain_module.derive_queued
 
-    def derive(runtime: Any, w: Any, scope: Any, conversation_id: str, artifact_id: str, message_id: str, entry: Any) -> Any:
+    def derive(runtime: Any, w: Any, scope: Any, conversation_id: str, artifact_id: str, message_id: str, entry: Any, known: Any = None) -> Any:
         if artifact_id == bad.id:
             raise RuntimeError("extractor bug")
-        return real(runtime, w, scope, conversation_id, artifact_id, message_id, entry)
+        return real(runtime, w, scope, conversation_id, artifact_id, message_id, entry, known)
 
     monkeypatch.setattr(drain_module, "derive_queued", derive)
     with pytest.raises(RuntimeError, match="extractor bug"):

@@ -21,7 +21,7 @@ transaction commits, in a separate transaction; the service's background worker
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ import sqlalchemy as sa
 
 from contextledger.ingest.derivation import derive_result_memory, index_message
 from contextledger.records.enums import PrivacyClass, Visibility
-from contextledger.records.models import Message, ToolArtifact, ToolMemory
+from contextledger.records.models import Message, ToolArtifact, ToolCall, ToolMemory
 from contextledger.store import schema as S
 from contextledger.store.base import Scope
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from contextledger.security.screen import ScreenedResult
     from contextledger.store.sql import Writer
 
-__all__ = ["DRAIN_BATCH", "DrainReport", "QueuedResult", "drain", "enqueue_result", "queued_artifact_ids"]
+__all__ = ["DRAIN_BATCH", "DrainReport", "KnownResult", "QueuedResult", "drain", "enqueue_result", "queued_artifact_ids"]
 
 DRAIN_BATCH = 64
 """Queued results derived per transaction by :func:`drain`."""
@@ -125,6 +125,18 @@ def _pending(runtime: Runtime, scope: Scope | None, conversation_id: str | None,
         return [(int(r.queue_id), r.tenant_id, r.conversation_id) for r in c.execute(stmt)]
 
 
+@dataclass(frozen=True)
+class KnownResult:
+    """A first-tier result its recorder still holds (the stored artifact, its call,
+    result message and screened text), so the drain right after the commit reads none of
+    them back."""
+
+    stored: ToolArtifact
+    call: ToolCall
+    msg: Message
+    text: str | None
+
+
 def drain(
     runtime: Runtime,
     scope: Scope | None = None,
@@ -133,6 +145,7 @@ def drain(
     batch: int = DRAIN_BATCH,
     max_batches: int | None = None,
     skip_failed: bool = False,
+    known: Mapping[str, KnownResult] | None = None,
 ) -> DrainReport:
     """Derive queued tool results, oldest first, ``batch`` rows per transaction, until
     the queue (of ``scope``'s tenant and ``conversation_id`` when given; of every tenant
@@ -143,6 +156,7 @@ def drain(
     A failing batch rolls back whole (its rows stay queued).  With ``skip_failed`` (the
     service's worker) its rows are retried one per transaction and a row that fails alone
     is left queued and reported in ``failed``, so one bad row never stops the others.
+    ``known``: records by artifact id the caller holds (:class:`KnownResult`).
 
     Raises:
         ValueError: ``batch`` < 1.
@@ -153,24 +167,32 @@ def drain(
     report = DrainReport(memories=[])
     after = 0
     while max_batches is None or report.batches < max_batches:
-        rows = _pending(runtime, scope, conversation_id, batch, after)
-        if not rows:
-            break
-        tenant = rows[0][1]
-        ids = [qid for qid, t, _ in rows if t == tenant]  # one writer scope per transaction
-        tenant_scope = scope if scope is not None else Scope(tenant_id=tenant)
-        report.batches += 1
+        ids: list[int] | None = None
+        tenant_scope = scope
+        if tenant_scope is None:  # every tenant: one writer scope per transaction
+            rows = _pending(runtime, None, conversation_id, batch, after)
+            if not rows:
+                break
+            ids = [qid for qid, t, _ in rows if t == rows[0][1]]
+            tenant_scope = Scope(tenant_id=rows[0][1])
         try:
-            report.memories.extend(_drain_batch(runtime, tenant_scope, ids))
+            taken = _drain_batch(runtime, tenant_scope, ids, conversation_id, batch, after, known or {})
         except Exception:
             if not skip_failed:
                 raise
-            for qid in ids:
+            report.batches += 1
+            retry = ids if ids is not None else [qid for qid, _, _ in _pending(runtime, tenant_scope, conversation_id, batch, after)]
+            for qid in retry:
                 try:
-                    report.memories.extend(_drain_batch(runtime, tenant_scope, [qid]))
+                    report.memories.extend(_drain_batch(runtime, tenant_scope, [qid], conversation_id, 1, after, known or {}) or [])
                 except Exception as exc:
                     report.failed.append((qid, _artifact_of(runtime, qid), f"{type(exc).__name__}: {exc}"))
                     after = max(after, qid)
+            continue
+        if taken is None:
+            break
+        report.batches += 1
+        report.memories.extend(taken)
     return report
 
 
@@ -180,19 +202,35 @@ def _artifact_of(runtime: Runtime, queue_id: int) -> str:
         return str(c.execute(sa.select(q.c.artifact_id).where(q.c.queue_id == queue_id)).scalar() or "?")
 
 
-def _drain_batch(runtime: Runtime, scope: Scope, queue_ids: Sequence[int]) -> list[ToolMemory]:
+def _drain_batch(
+    runtime: Runtime, scope: Scope, queue_ids: Sequence[int] | None, conversation_id: str | None, batch: int, after: int,
+    known: Mapping[str, KnownResult],
+) -> list[ToolMemory] | None:
+    """One drain transaction: delete the rows ``queue_ids`` (or the oldest ``batch`` of
+    the scope past ``after``: chosen inside the same statement, no read before the
+    writer) and derive the rows deleted; ``None`` when there were none."""
     from contextledger.retrieval.index import batched_vectors
 
     q = S.derivation_queue
     out: list[ToolMemory] = []
+    if queue_ids is not None:
+        where = q.c.queue_id.in_(list(queue_ids))
+    else:
+        pick = sa.select(q.c.queue_id).where(q.c.tenant_id == scope.tenant_id, q.c.queue_id > after)
+        if conversation_id is not None:
+            pick = pick.where(q.c.conversation_id == conversation_id)
+        where = q.c.queue_id.in_(pick.order_by(q.c.queue_id).limit(batch).scalar_subquery())
     with runtime.store.writer(scope) as w, batched_vectors(w):
         taken = w.conn.execute(
-            q.delete().where(q.c.queue_id.in_(list(queue_ids)), q.c.tenant_id == scope.tenant_id)
+            q.delete().where(where, q.c.tenant_id == scope.tenant_id)
             .returning(q.c.queue_id, q.c.conversation_id, q.c.artifact_id, q.c.message_id, q.c.body)
         ).all()
+        if not taken:
+            return None
         for row in sorted(taken, key=lambda r: int(r.queue_id)):
             body = row.body if isinstance(row.body, dict) else _json(row.body)
-            mem = derive_queued(runtime, w, scope, row.conversation_id, row.artifact_id, row.message_id, QueuedResult.from_body(body))
+            entry = QueuedResult.from_body(body)
+            mem = derive_queued(runtime, w, scope, row.conversation_id, row.artifact_id, row.message_id, entry, known.get(row.artifact_id))
             if mem is not None:
                 out.append(mem)
     return out
@@ -208,7 +246,8 @@ def _json(text: Any) -> dict[str, Any]:
 
 
 def derive_queued(
-    runtime: Runtime, w: Writer, scope: Scope, conversation_id: str, artifact_id: str, message_id: str, entry: QueuedResult
+    runtime: Runtime, w: Writer, scope: Scope, conversation_id: str, artifact_id: str, message_id: str, entry: QueuedResult,
+    known: KnownResult | None = None,
 ) -> ToolMemory | None:
     """Inside ``w``'s transaction: derive the second tier of one first-tier result (its
     memory, links, terms, the retrieval documents of the memory and of the result message
@@ -219,11 +258,14 @@ def derive_queued(
     from contextledger.security.secrets import Screening
 
     store = runtime.store
-    arts = store.artifacts(scope, conversation_id, ids=[artifact_id], conn=w.conn)
-    if not arts:
-        return None
-    stored = arts[0]
-    call = store.get_tool_call(scope, conversation_id, stored.call_id, w.conn)
+    if known is not None:
+        stored, call = known.stored, known.call
+    else:
+        arts = store.artifacts(scope, conversation_id, ids=[artifact_id], conn=w.conn)
+        if not arts:
+            return None
+        stored = arts[0]
+        call = store.get_tool_call(scope, conversation_id, stored.call_id, w.conn)
     art = stored.model_copy(update={
         "privacy_class": entry.declared_privacy,
         "provider_metadata": {k: v for k, v in stored.provider_metadata.items() if k != SECRETS_KEY},
@@ -231,13 +273,13 @@ def derive_queued(
     if entry.redacted is not None:
         screened = ScreenedResult(screening=Screening(text=entry.redacted), text=entry.redacted)
     else:
-        screened = ScreenedResult(screening=None, text=_result_text(runtime, stored))
+        screened = ScreenedResult(screening=None, text=known.text if known is not None else _result_text(runtime, stored))
     mem = derive_result_memory(
         runtime, w, scope, art, stored, screened, size_bytes=stored.size_bytes, content_type=stored.content_type,
         visibility=entry.visibility, child=entry.child, action_text=entry.action_text,
         continues=continued_command(store, w, scope, call),
     )
-    msgs = store.messages(scope, conversation_id, ids=[message_id], conn=w.conn)
+    msgs = [known.msg] if known is not None else store.messages(scope, conversation_id, ids=[message_id], conn=w.conn)
     if msgs:
         index_message(w, msgs[0])
     return mem

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextledger.errors import InputError, NotFoundError
 from contextledger.ingest.derivation import derive_result_memory, index_message
-from contextledger.ingest.drain import QueuedResult, drain, enqueue_result
+from contextledger.ingest.drain import KnownResult, QueuedResult, drain, enqueue_result
 from contextledger.ingest.durable import AlreadyRecorded, decode_result, result_artifact
 from contextledger.limits import payload_bytes, utf8_bytes
 from contextledger.memory.continuation import continued_command
@@ -149,7 +149,15 @@ class ResultRecording:
             return self.queue_tool_result(conversation_id, call_id, result, is_error=is_error)
         except _Resolved as resolved:
             return self._recorded_result(conversation_id, call_id, raw, str(resolved))
+        self._hold(KnownResult(first.stored, call, first.msg, first.screened.text))
         return first.msg, first.stored
+
+    def _hold(self, known: KnownResult) -> None:
+        """Keep a just-committed result for :meth:`derived` (a few, newest last)."""
+        held: dict[str, KnownResult] = self.__dict__.setdefault("_held_results", {})
+        if len(held) >= 64:
+            held.clear()
+        held[known.stored.id] = known
 
     def _recorded_result(self, conversation_id: str, call_id: str, raw: bytes, status: str) -> tuple[Message, ToolArtifact]:
         arts = self.store.artifacts(self.scope, conversation_id, call_ids=[call_id])
@@ -165,7 +173,9 @@ class ResultRecording:
         Raises:
             NotFoundError: ``art`` has no memory (its conversation was forgotten meanwhile).
         """
-        for mem in drain(self.runtime, self.scope, conversation_id=art.conversation_id).memories:
+        held: dict[str, KnownResult] = self.__dict__.get("_held_results", {})
+        known = {k: held.pop(k) for k in list(held) if k == art.id}
+        for mem in drain(self.runtime, self.scope, conversation_id=art.conversation_id, known=known).memories:
             if art.id in mem.source_artifact_ids:
                 return mem
         mems = self.store.memories(self.scope, art.conversation_id, artifact_ids=[art.id])
@@ -278,4 +288,5 @@ class ResultRecording:
                 raise InputError(f"tool call {call_id} is already resolved ({call.status.value})")
             first = self._first_tier(w, conv, call, raw, blob_key=blob_key, is_error=True, error_type="Abandoned", status=ToolCallStatus.ABANDONED)
             enqueue_result(w, first.stored, first.msg, first.screened, first.entry)
+        self._hold(KnownResult(first.stored, call, first.msg, first.screened.text))
         return first.msg, first.stored, self.derived(first.stored)
