@@ -25,7 +25,7 @@ from contextledger.store.migrate import (
 )
 from contextledger.store.schema import FULLTEXT_OBJECTS, metadata
 
-HEAD = "0009_deletion_audit"
+HEAD = "0010_derivation_queue"
 
 
 def _fulltext(engine: sa.Engine) -> set[str]:
@@ -263,4 +263,4 @@ def test_each_revision_file_is_reachable(revision: str) -> None:
 
     script = ScriptDirectory.from_config(alembic_config())
     assert script.get_revision(revision) is not None
-    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0008_retrieval_index", "0007_service_keys_blobs", "0006_memory_lineage_covering", "0005_messages_role_kind", "0004_memory_terms", "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]
+    assert [r.revision for r in script.walk_revisions()] == [HEAD, "0009_deletion_audit", "0008_retrieval_index", "0007_service_keys_blobs", "0006_memory_lineage_covering", "0005_messages_role_kind", "0004_memory_terms", "0003_branch_counters", "0002_candidate_indexes", "0001_initial"]

@@ -234,6 +234,11 @@ def test_pending_approval_survives_restart_and_resumes(ledger: Ledger, backend_u
 
 
 def test_abandon_writes_error_result_atomically(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first tier (error artifact, result message, ``abandoned`` status, queue row) is
+    one transaction; a failing derivation (second tier) leaves it committed and queued."""
+    from contextledger.ingest.drain import drain, queued_artifact_ids
+    from contextledger.store.writer import Writer
+
     rec = ledger.recorder()
     scope = ledger.scope()
     conv = rec.start_conversation(title="abandon")
@@ -242,22 +247,32 @@ def test_abandon_writes_error_result_atomically(ledger: Ledger, monkeypatch: pyt
     n_msgs = len(ledger.store.messages(scope, conv.id))
 
     def fail_mid_transaction(*_: Any, **__: Any) -> None:
-        raise RuntimeError("injected failure after the artifact and status writes")
+        raise RuntimeError("injected failure after the artifact and message writes")
 
-    monkeypatch.setattr("contextledger.memory.linking.link_on_write", fail_mid_transaction)
+    monkeypatch.setattr(Writer, "update_tool_call", fail_mid_transaction)
     with pytest.raises(RuntimeError, match="injected failure"):
         rec.mark_abandoned(conv.id, "mig1", "worker crashed")
     assert ledger.store.get_tool_call(scope, conv.id, "mig1").status is ToolCallStatus.PENDING
     assert ledger.store.artifacts(scope, conv.id) == [] and ledger.store.memories(scope, conv.id) == []
     assert len(ledger.store.messages(scope, conv.id)) == n_msgs
+    assert queued_artifact_ids(ledger.runtime, scope, conv.id) == set()
     monkeypatch.undo()
-    msg, art, mem = rec.mark_abandoned(conv.id, "mig1", "worker crashed")
+
+    monkeypatch.setattr("contextledger.memory.linking.link_on_write", fail_mid_transaction)
+    with pytest.raises(RuntimeError, match="injected failure"):
+        rec.mark_abandoned(conv.id, "mig1", "worker crashed")
     call = ledger.store.get_tool_call(scope, conv.id, "mig1")
-    assert (call.status, call.result_message_id) == (ToolCallStatus.ABANDONED, msg.id)
+    (art,) = ledger.store.artifacts(scope, conv.id)
+    assert (call.status, call.result_message_id, art.message_id) == (ToolCallStatus.ABANDONED, art.message_id, call.result_message_id)
     assert (art.status, art.is_error, art.error_type, art.inline_text) == (
         ToolCallStatus.ABANDONED, True, "Abandoned", "[abandoned] no result will arrive for this call: worker crashed",
     )
+    assert len(ledger.store.messages(scope, conv.id)) == n_msgs + 1
+    assert ledger.store.memories(scope, conv.id) == [] and queued_artifact_ids(ledger.runtime, scope, conv.id) == {art.id}
+    monkeypatch.undo()
+    (mem,) = drain(ledger.runtime, scope).memories
     assert mem.source_artifact_ids == (art.id,)
+    assert queued_artifact_ids(ledger.runtime, scope, conv.id) == set()
     with pytest.raises(InputError, match="already resolved"):
         rec.mark_abandoned(conv.id, "mig1", "again")
 

@@ -10,7 +10,13 @@ same ``n`` exchanges into a fresh SQLite file in its own temporary folder:
   call (the path of import, the service's batch endpoint and the proxy): every call, its
   result message, artifact, memory and index rows in one transaction;
 * ``contextledger live`` — per exchange, ``record_assistant`` (the turn with its call)
-  then ``record_tool_result`` (artifact, result message, memory): two transactions;
+  then ``record_tool_result``: the result's first tier (artifact, result message, call
+  status, a derivation queue row) and the conversation's drain (memory, links, terms,
+  retrieval documents) — three transactions;
+* ``contextledger first tier`` — per exchange, ``record_assistant`` then
+  ``queue_tool_result`` (the first tier alone, what a caller waits for when a worker
+  drains); one drain of every queued result after the last exchange is in its wall
+  time, not in its latency;
 * ``openai-agents SQLiteSession`` — per exchange, ``add_items([function_call,
   function_call_output])`` (one transaction);
 * ``langgraph SqliteSaver`` — per exchange, ``put`` of a checkpoint whose ``messages``
@@ -20,7 +26,7 @@ same ``n`` exchanges into a fresh SQLite file in its own temporary folder:
   and a commit — the floor of a durable per-call write of the same bytes.
 
 Each system first records 20 exchanges unmeasured (imports, the tokenizer's tables, the
-page cache).  Rounds alternate the systems (round *r* starts with system *r* mod 5), so a load change
+page cache).  Rounds alternate the systems (round *r* starts with system *r* mod the number of systems), so a load change
 on the shared machine hits every system alike.  Reported per system: results/s (median
 over rounds), the per-exchange latency p50/p95 in ms (all rounds pooled; for the batched
 path the whole batch divided by ``n``), bytes on disk (database, WAL after a checkpoint,
@@ -155,6 +161,26 @@ def _ours_live(xs: Sequence[Exchange], folder: Path) -> Measured:
     return Measured(seconds, tuple(lat), _disk_bytes(folder, folder / "ledger.db"))
 
 
+def _ours_first_tier(xs: Sequence[Exchange], folder: Path) -> Measured:
+    from contextledger.ingest.drain import drain
+    from contextledger.ledger import Ledger
+
+    ledger = Ledger.open(home=folder)
+    rec = ledger.recorder()
+    conv = rec.start_conversation(title="bench record")
+    lat: list[float] = []
+    t0 = time.perf_counter()
+    for x in xs:
+        s = time.perf_counter()
+        rec.record_assistant(conv.id, tool_calls=[{"call_id": x.call_id, "tool_name": x.tool_name, "arguments": x.arguments}])
+        rec.queue_tool_result(conv.id, x.call_id, x.result)
+        lat.append((time.perf_counter() - s) * 1000)
+    drain(ledger.runtime)  # the second tier, counted in the wall time
+    seconds = time.perf_counter() - t0
+    ledger.close()
+    return Measured(seconds, tuple(lat), _disk_bytes(folder, folder / "ledger.db"))
+
+
 def _ours_batched(xs: Sequence[Exchange], folder: Path) -> Measured:
     from contextledger.ingest.batch import Exchange as Batched
     from contextledger.ingest.batch import record_exchanges
@@ -243,6 +269,7 @@ Runner = Callable[[Sequence[Exchange], Path], Measured]
 SYSTEMS: dict[str, Runner] = {
     "contextledger batched": _ours_batched,
     "contextledger live": _ours_live,
+    "contextledger first tier": _ours_first_tier,
     "openai-agents SQLiteSession": _agents_sdk,
     "langgraph SqliteSaver": _langgraph,
     "bare sqlite": _bare,

@@ -267,7 +267,7 @@ def record(
     data: Annotated[Path | None, typer.Option("--data", help="Folder with manifest.json (default: ../shared/data/real or $CONTEXTLEDGER_REAL_DATA).")] = None,
     exchanges: Annotated[int, typer.Option("--exchanges", min=1, help="Real tool exchanges recorded by each system.")] = 5000,
     rounds: Annotated[int, typer.Option("--rounds", min=1, help="Alternating rounds (each system records every exchange once per round).")] = 3,
-    system: Annotated[list[str] | None, typer.Option("--system", help="Only this system (repeatable): contextledger batched, contextledger live, openai-agents SQLiteSession, langgraph SqliteSaver, bare sqlite.")] = None,
+    system: Annotated[list[str] | None, typer.Option("--system", help="Only this system (repeatable): contextledger batched, contextledger live, contextledger first tier, openai-agents SQLiteSession, langgraph SqliteSaver, bare sqlite.")] = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="Keep the semantic index's embeddings on while recording (default off: no peer embeds).")] = False,
     as_json: JsonOpt = False,
     out: OutOpt = _DEFAULT_OUT,

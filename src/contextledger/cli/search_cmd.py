@@ -95,15 +95,22 @@ def index_cmd(
     conversations: Annotated[list[str] | None, typer.Argument(help="Conversation ids (default: every conversation).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Complete the retrieval index: keyword documents for records that have none and,
-    with the retrieval extra, embeddings (for ledgers recorded before, or with
-    CONTEXTLEDGER_EMBEDDINGS=off)."""
+    """Derive the tool results still queued (a recording process stopped between its
+    two tiers), then complete the retrieval index: keyword documents for records that
+    have none and, with the retrieval extra, embeddings (for ledgers recorded before, or
+    with CONTEXTLEDGER_EMBEDDINGS=off)."""
+    from contextledger.ingest.drain import drain
     from contextledger.retrieval.index import backfill
 
     out = []
     with fail_cleanly(as_json):
         ledger = state.ledger()
         scope = ledger.scope(state.tenant)
+        derived: dict[str, int] = {}
+        targets: list[str | None] = list(conversations) if conversations else [None]
+        for conv_id in targets:
+            for mem in drain(ledger.runtime, scope, conversation_id=conv_id).memories:
+                derived[mem.conversation_id] = derived.get(mem.conversation_id, 0) + 1
         ids = conversations or [c.conversation.id for c in ledger.store.list_conversations(scope)]
         from rich.progress import (
             BarColumn,
@@ -122,12 +129,12 @@ def index_cmd(
                     progress.update(t, completed=done, total=total)
 
                 counts = backfill(ledger.store, scope, conv, progress=step)
-                out.append({"conversation_id": conv, **counts})
+                out.append({"conversation_id": conv, "derived": derived.get(conv, 0), **counts})
     if as_json:
         emit_json(out)
     else:
         for r in out:
-            console.print(f"{r['conversation_id']}: {r['documents']} documents, {r['vectors']} vectors added", markup=False)
+            console.print(f"{r['conversation_id']}: {r['derived']} queued results derived, {r['documents']} documents, {r['vectors']} vectors added", markup=False)
 
 
 def register(app: typer.Typer) -> None:

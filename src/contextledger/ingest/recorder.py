@@ -1,15 +1,13 @@
 """The Recorder: record what an agent loop produces, as it produces it.
 
-Each public method is one transaction.  A tool result is recorded as: raw bytes to the blob store
-when above the inline threshold (content addressed, before anything else), then — in one database
-transaction — the ToolArtifact row (sha256, byte size, cached token count), the result Message, the
-ToolCall status change, the derived ToolMemory and its retrieval index entry.  Nothing is truncated
-or summarised before the raw artifact exists (seed 000 §4.2).
-
-The records fall in two tiers: what must be durable (:mod:`contextledger.ingest.durable`:
-messages, calls, artifacts, statuses) and what is derived from it
-(:mod:`contextledger.ingest.derivation`: memory, links, terms, retrieval documents).
-Model runs, skill states, checkpoints and decisions are :mod:`contextledger.ingest.run_state`.
+Each public method is one recording transaction (its keyword documents included; a
+message's vector is inserted after the commit, in a transaction of its own).  The records
+fall in two tiers: what must be durable (:mod:`contextledger.ingest.durable`: messages,
+calls, artifacts, statuses) and what is derived from it
+(:mod:`contextledger.ingest.derivation`: memory, links, terms, retrieval documents,
+vectors).  Tool results are recorded tier by tier through the derivation queue
+(:mod:`contextledger.ingest.results`, :mod:`contextledger.ingest.drain`).  Model runs,
+skill states, checkpoints and decisions are :mod:`contextledger.ingest.run_state`.
 
 Example::
 
@@ -31,20 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from contextledger.errors import InputError, NotFoundError
 from contextledger.ids import new_id
-from contextledger.ingest.derivation import derive_result_memory, index_message
 from contextledger.ingest.durable import (
     TERMINAL_RUN_STATUSES,
-    AlreadyRecorded,
     ToolCallSpec,
-    decode_result,
     message_token_count,
     pending_calls,
-    result_artifact,
 )
+from contextledger.ingest.results import ResultRecording
 from contextledger.ingest.run_state import RunStateRecording
-from contextledger.limits import payload_bytes, utf8_bytes
-from contextledger.memory.continuation import continued_command
-from contextledger.memory.write_status import result_status
 from contextledger.records.enums import (
     AuthorityLevel,
     MessageKind,
@@ -52,7 +44,6 @@ from contextledger.records.enums import (
     Role,
     RuntimeIsolationPolicy,
     RuntimeKind,
-    ToolCallStatus,
     Visibility,
 )
 from contextledger.records.models import (
@@ -60,14 +51,12 @@ from contextledger.records.models import (
     Conversation,
     Message,
     Participant,
-    ToolArtifact,
     ToolCall,
-    ToolMemory,
 )
 from contextledger.records.parts import Part, TextPart, ToolCallPart, ToolResultPart
-from contextledger.security.screen import screen_message, screen_text, screen_tool_result
+from contextledger.retrieval.index import embed_indexed, index_records
+from contextledger.security.screen import screen_message, screen_text
 from contextledger.store.base import Scope
-from contextledger.store.blobs import sha256_key
 from contextledger.store.sql import Writer
 
 if TYPE_CHECKING:
@@ -83,7 +72,7 @@ def _now() -> datetime:
 
 
 
-class Recorder(RunStateRecording):
+class Recorder(ResultRecording, RunStateRecording):
     """Records messages, model runs, tool calls and tool results for one tenant scope.
 
     Obtain one from :meth:`contextledger.ledger.Ledger.recorder`.  All methods raise
@@ -290,6 +279,7 @@ class Recorder(RunStateRecording):
         parent_message_id: str | None = None,
         created_at: datetime | None = None,
         source_ref: str | None = None,
+        index: bool = True,
     ) -> Message:
         if seq is None:
             head = self._head(w, conv.id, branch_id)
@@ -321,8 +311,8 @@ class Recorder(RunStateRecording):
             metadata=dict(metadata or {}),
             created_at=created_at or _now(),
         )
-        if w.add_message(msg):
-            index_message(w, msg)
+        if w.add_message(msg) and index:
+            index_records(w, [msg], encoder=None)  # its vector after the commit (embed_after)
         return msg
 
     def record_message(
@@ -371,6 +361,7 @@ class Recorder(RunStateRecording):
                 model_run_id=model_run_id, visibility=vis, privacy_class=privacy_class, speaker_label=speaker_label,
                 runtime_kind=rk, content_key=content_key, metadata=metadata,
             )
+        embed_indexed(self.store, self.scope, [msg])
         self._pin_user_constraints(msg)
         return msg
 
@@ -444,6 +435,7 @@ class Recorder(RunStateRecording):
                 model_run_id=model_run_id, speaker_label=speaker_label, visibility=vis, runtime_kind=rk, metadata=metadata,
             )
             calls = self.add_calls(w, msg)
+        embed_indexed(self.store, self.scope, [msg])
         return msg, calls
 
     def add_calls(self, w: Writer, msg: Message) -> list[ToolCall]:
@@ -456,143 +448,3 @@ class Recorder(RunStateRecording):
                 call = self.store.tool_calls(self.scope, msg.conversation_id, call_ids=[call.call_id], conn=w.conn)[0]
             calls.append(call)
         return calls
-
-    # -- tool results ------------------------------------------------------------------
-    def record_tool_result(
-        self,
-        conversation_id: str,
-        call_id: str,
-        result: str | bytes,
-        *,
-        is_error: bool = False,
-        error_type: str | None = None,
-        content_type: str | None = None,
-        privacy_class: PrivacyClass = PrivacyClass.INTERNAL,
-        visibility: Visibility | None = None,
-        shared_with_participants: Sequence[str] = (),
-        skill_profile: str | None = None,
-        provider_metadata: Mapping[str, Any] | None = None,
-        observed_at: datetime | None = None,
-    ) -> tuple[Message, ToolArtifact, ToolMemory]:
-        """Record the raw result of ``call_id`` and derive its memory, atomically.
-
-        Args:
-            result: the complete raw result (text, or bytes for binary payloads).
-            visibility: default ``branch``; ``participant_private`` keeps it to the
-                calling participant (seed 000 §4.9).
-
-        Raises:
-            NotFoundError: ``call_id`` was never recorded in this conversation.
-            InputError: the call already has a result (idempotent re-recording of the
-                same bytes returns the existing records instead).
-        """
-        with self.store.reader() as c:  # one read transaction for both look-ups
-            conv = self.store.get_conversation(self.scope, conversation_id, c)
-            call = self.store.get_tool_call(self.scope, conversation_id, call_id, c)
-        raw = payload_bytes(result, f"tool result of {call_id}")
-        if call.status not in (ToolCallStatus.PENDING, ToolCallStatus.AWAITING_APPROVAL):
-            arts = self.store.artifacts(self.scope, conversation_id, call_ids=[call_id])
-            if arts and arts[0].sha256 == sha256_key(raw):
-                mems = [m for m in self.store.memories(self.scope, conversation_id, segments=None) if arts[0].id in m.source_artifact_ids]
-                msgs = self.store.messages(self.scope, conversation_id, ids=[arts[0].message_id or ""])
-                return msgs[0], arts[0], mems[0]
-            raise InputError(f"tool call {call_id} already has a result ({call.status.value})")
-        blob_key = self.runtime.put_blob_if_large(raw, privacy_class)
-        try:
-            with self.store.writer(self.scope) as w:
-                msg, art, mem = self.write_result(
-                    w, conv, call, raw, blob_key=blob_key, is_error=is_error, error_type=error_type, content_type=content_type,
-                    privacy_class=privacy_class, visibility=visibility, shared_with=shared_with_participants,
-                    skill_profile=skill_profile, provider_metadata=provider_metadata, observed_at=observed_at,
-                )
-        except AlreadyRecorded:
-            # another writer recorded this call's result first; ours was rolled back whole
-            return self.record_tool_result(conversation_id, call_id, result, is_error=is_error)
-        return msg, art, mem
-
-    def write_result(
-        self,
-        w: Writer,
-        conv: Conversation,
-        call: ToolCall,
-        raw: bytes,
-        *,
-        blob_key: str | None,
-        is_error: bool = False,
-        error_type: str | None = None,
-        content_type: str | None = None,
-        privacy_class: PrivacyClass = PrivacyClass.INTERNAL,
-        visibility: Visibility | None = None,
-        shared_with: Sequence[str] = (),
-        skill_profile: str | None = None,
-        provider_metadata: Mapping[str, Any] | None = None,
-        observed_at: datetime | None = None,
-        result_message: Message | None = None,
-        images: Sequence[Any] = (),
-        action_text: str | None = None,
-        status: ToolCallStatus | None = None,
-        artifact_id: str | None = None,
-        message_metadata: Mapping[str, Any] | None = None,
-    ) -> tuple[Message, ToolArtifact, ToolMemory]:
-        """Within ``w``'s transaction: artifact row, result message (unless given), call
-        status, memory and its retrieval index entry.  ``blob_key`` must already hold ``raw``
-        when not ``None``; ``visibility`` defaults by ownership (:meth:`default_visibility`,
-        run state): the artifact, its result message and its memory share it."""
-        now = _now()
-        text, ctype = decode_result(raw, content_type)
-        blob_key, inline, result_message, screened = screen_tool_result(raw, text, blob_key, result_message, self.runtime.put_restricted_blob)
-        new_status = status or result_status(call.tool_name, call.arguments_json, text, is_error, action_text)  # a write's own failure text too
-        seq = result_message.seq if result_message is not None else w.allocate_seq(conv.id)
-        child = self.is_child(conv.id, call.participant_id)
-        vis = visibility or self.default_visibility(conv.id, call.participant_id, run_state=True)
-        art = result_artifact(
-            self.scope.tenant_id, conv.id, call, raw, text=text, content_type=ctype, inline=inline, blob_key=blob_key,
-            status=new_status, is_error=is_error, error_type=error_type, seq=seq, visibility=vis, child=child,
-            privacy_class=privacy_class, shared_with=shared_with, skill_profile=skill_profile,
-            provider_metadata=provider_metadata, observed_at=observed_at or now, now=now, artifact_id=artifact_id,
-        )
-        if result_message is None:
-            part = ToolResultPart(call_id=call.call_id, artifact_id=art.id, text=inline, is_error=is_error, images=tuple(images))
-            msg = self._add_message(
-                w, conv, call.branch_id, Role.TOOL, [part], participant_id=call.participant_id,
-                model_run_id=call.model_run_id, visibility=vis, privacy_class=privacy_class, seq=seq,
-                parent_message_id=call.message_id, created_at=observed_at, metadata=message_metadata,
-                runtime_kind=RuntimeKind.SUBAGENT_CHILD if child else RuntimeKind.CHAT,
-            )
-        else:
-            msg = result_message
-        art = art.model_copy(update={"message_id": msg.id})
-        if not w.add_artifact(stored := screened.artifact(art, privacy_class)):
-            raise AlreadyRecorded(call.call_id)
-        w.update_tool_call(call.model_copy(update={"status": new_status, "result_message_id": msg.id, "resolved_at": now}))
-        mem = derive_result_memory(
-            self.runtime, w, self.scope, art, stored, screened, size_bytes=len(raw), content_type=ctype,
-            visibility=vis, child=child, action_text=action_text, continues=continued_command(self.store, w, self.scope, call),
-        )
-        return msg, stored, mem
-
-    def set_awaiting_approval(self, conversation_id: str, call_id: str) -> ToolCall:
-        """Mark a pending call as awaiting human approval (still unresolved)."""
-        call = self.store.get_tool_call(self.scope, conversation_id, call_id)
-        if not call.status.unresolved:
-            raise InputError(f"tool call {call_id} is already resolved ({call.status.value})")
-        updated = call.model_copy(update={"status": ToolCallStatus.AWAITING_APPROVAL})
-        with self.store.writer(self.scope) as w:
-            w.update_tool_call(updated)
-        return updated
-
-    def mark_abandoned(self, conversation_id: str, call_id: str, reason: str) -> tuple[Message, ToolArtifact, ToolMemory]:
-        """Close a call whose result will never come (crash, cancel): writes an explicit
-        error result and the ``abandoned`` status in one transaction.
-
-        Raises:
-            InputError: the call is already resolved.
-        """
-        conv = self.store.get_conversation(self.scope, conversation_id)
-        call = self.store.get_tool_call(self.scope, conversation_id, call_id)
-        if not call.status.unresolved:
-            raise InputError(f"tool call {call_id} is already resolved ({call.status.value})")
-        raw = utf8_bytes(f"[abandoned] no result will arrive for this call: {reason}")
-        blob_key = self.runtime.put_blob_if_large(raw)
-        with self.store.writer(self.scope) as w:
-            return self.write_result(w, conv, call, raw, blob_key=blob_key, is_error=True, error_type="Abandoned", status=ToolCallStatus.ABANDONED)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from contextledger.store.base import Scope
     from contextledger.store.sql import SqlStore, Writer
 
-__all__ = ["BACKFILL_BATCH", "backfill", "batched_vectors", "doc_row", "index_records", "pack_vector"]
+__all__ = ["BACKFILL_BATCH", "backfill", "batched_vectors", "doc_row", "embed_indexed", "index_records", "pack_vector"]
 
 BACKFILL_BATCH = 128
 """Records per transaction (and per encoder batch) in :func:`backfill`."""
@@ -196,6 +196,29 @@ def index_records(
         items = [(doc_id, by_id[rid], text) for rid, doc_id in inserted.items() if (text := semantic_text(by_id[rid], art_of[rid])) is not None]
         _insert_vectors(w.conn, encoder, items)
     return len(inserted)
+
+
+def embed_indexed(store: SqlStore, scope: Scope, records: Sequence[Message], *, encoder: Encoder | None = _DEFAULT) -> int:
+    """Insert the vectors of ``records`` whose keyword documents were written (by
+    :func:`index_records` with ``encoder=None``, in a recording transaction) and have no
+    vector yet, in a transaction of its own; returns the vectors inserted (0 without an
+    encoder).  A vector lost to a crash before this runs is added by :func:`backfill`."""
+    if encoder is _DEFAULT:
+        from contextledger.retrieval.embed import get_encoder
+
+        encoder = get_encoder()
+    if encoder is None or not records:
+        return 0
+    d, v = S.retrieval_docs, S.retrieval_vectors
+    by_id = {r.id: r for r in records}
+    with store.writer(scope) as w:
+        rows = w.conn.execute(
+            sa.select(d.c.doc_id, d.c.record_id)
+            .outerjoin(v, v.c.doc_id == d.c.doc_id)
+            .where(d.c.tenant_id == scope.tenant_id, d.c.record_id.in_(list(by_id)), v.c.doc_id.is_(None))
+        ).all()
+        items = [(int(r.doc_id), by_id[r.record_id], text) for r in rows if (text := semantic_text(by_id[r.record_id], None)) is not None]
+        return _insert_vectors(w.conn, encoder, items)
 
 
 def backfill(

@@ -37,6 +37,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from contextledger.ledger import Ledger
+from contextledger.server.drain_worker import drain_worker
 from contextledger.server.keys import any_active_key
 from contextledger.server.mcp_mount import mounted_mcp
 from contextledger.server.problems import install_problem_handlers
@@ -103,7 +104,7 @@ def create_app(settings: ServerSettings | None = None, *, ledger: Ledger | None 
         client = http or httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=512, max_keepalive_connections=128))
         app.state.service = ServiceState(cfg, led, client)
         try:
-            async with mounted_mcp(app, led, cfg.tenant):
+            async with mounted_mcp(app, led, cfg.tenant), drain_worker(led):
                 yield
         finally:
             if http is None:

@@ -417,6 +417,26 @@ retrieval_vectors = sa.Table(
     sa.Index("ix_retrieval_vectors_conv", "tenant_id", "conversation_id", "model", "doc_id"),
 )
 
+derivation_queue = sa.Table(
+    "derivation_queue",
+    metadata,
+    # The second recording tier's work list: one row per tool result whose first tier
+    # (artifact, result message, call status) committed and whose memory, links, terms,
+    # retrieval documents and vectors are not derived yet.  Written in the first-tier
+    # transaction, deleted in the transaction that derives it
+    # (``contextledger.ingest.drain``).  ``body``: the derivation inputs the stored rows
+    # do not hold (declared privacy, redacted text, action text).
+    sa.Column("queue_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    _tenant(),
+    _conv(),
+    sa.Column("artifact_id", sa.String(64), nullable=False),
+    sa.Column("message_id", sa.String(64), nullable=False),
+    sa.Column("call_status", sa.String(32), nullable=False),
+    _body(),
+    sa.Index("ux_derivation_queue_artifact", "tenant_id", "artifact_id", unique=True),
+    sa.Index("ix_derivation_queue_conv", "tenant_id", "conversation_id", "queue_id"),
+)
+
 FULLTEXT_OBJECTS = {
     "sqlite": ("retrieval_fts", "retrieval_fts_data", "retrieval_fts_idx", "retrieval_fts_docsize", "retrieval_fts_config"),
     "postgresql": ("ix_retrieval_docs_tsv",),
