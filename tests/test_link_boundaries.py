@@ -279,9 +279,11 @@ def test_an_edit_on_a_fork_leaves_the_parents_read_current(ledger: Ledger) -> No
     assert _working_set(main) == ["- src/a.py (read)"]
     assert not _names(main, edit) and "stale" not in main.record.omitted
     alt = ledger.assemble(conv.id, branch_id=fork.id, now=now, persist=False, policy=LISTING, trace=True)
-    # stale on this lineage: marked stale (as for a read made stale on its own branch); the
-    # raw read costs less than its marker, so it is sent raw under the marker's label line
-    assert _tool_text(alt, "r1") == f"[stale memory m{read.seq} · Read · observed 1 min ago]\n" + _READ
+    assert _tool_text(alt, "r1").startswith(f"[stale memory m{read.seq} · Read · observed 1 min ago]\nRead succeeded: read src/a.py lines 1-5")
+    # stale on this lineage: never raw, not even in the recent tail (as for a read made
+    # stale on its own branch)
+    assert "line 0" not in _tool_text(alt, "r1")
+    assert (read.source_artifact_ids[0], "stale") in {(d["record_id"], d["reason"]) for d in alt.trace if d["decision"] == "shape"}
     assert (read.id, "mark_stale", "stale_marked") in {(d["record_id"], d["decision"], d["reason"]) for d in alt.trace}
     assert _working_set(alt) == ["- src/a.py (edited)"]
     # a branch forked from the fork after its edit inherits the staleness; the parent

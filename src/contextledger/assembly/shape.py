@@ -217,10 +217,6 @@ class Shaper:
             prefix = view.raw_prefix if view is not None else ""
             ev.include(art.id, "artifact", Shape.RAW, "raw")
             return prefix + art.inline_text, Shape.RAW, True, view
-        if superseded and mem is not None and raw_ok and art.inline_text is not None and art.size_bytes <= limit:
-            tiny = self._tiny_raw(art, mem, ev)
-            if tiny is not None:
-                return tiny
         if superseded and mem is not None:
             why = f"superseded by {mem.superseded_by}" if mem.superseded_by else "the file changed later"
             ev.shape_record(art.id, "artifact", Shape.REFERENCE, OmissionReason.SUPERSEDED if mem.superseded_by else OmissionReason.STALE, f"{why}: the raw result is outdated")
@@ -237,21 +233,6 @@ class Shaper:
         if view is None:
             return f"[result omitted: {ev.last_reason(mem.id)}] {artifact_ref(art)}", Shape.REFERENCE, False, None
         return view.text, view.shape, False, view
-
-    def _tiny_raw(self, art: ToolArtifact, mem: ToolMemory, ev: Evaluator) -> tuple[str, Shape, bool, MemoryView | None] | None:
-        """A stale result whose raw text, under the one-line note the policy asks for (the
-        stale marker's first line: ``[stale memory m12 · …]``), costs no more than its
-        marker: sent raw under that note (a marker is a reduction, never an expansion).
-        ``None``: the marker is cheaper, the policy omits the record, or the view is not a
-        stale marker (a superseded result points at its successor)."""
-        view = ev.memory_view(mem, in_exchange=True)
-        if view is None or not view.stale or not view.raw_prefix or art.inline_text is None:
-            return None
-        text = view.raw_prefix.split("\n", 1)[0] + "\n" + art.inline_text
-        if self.tok.count(text) > self.tok.count(view.text):
-            return None
-        ev.include(art.id, "artifact", Shape.RAW, "raw")
-        return text, Shape.RAW, True, view
 
     def _raw_is_cheaper(self, raw_text: str, mem: ToolMemory, ev: Evaluator) -> bool:
         """A memory is a reduction: never send one that costs more than the raw result
