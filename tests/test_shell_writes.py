@@ -17,8 +17,8 @@ from contextledger.memory.extractors.registry import default_registry
 from contextledger.memory.extractors.shell_writes import shell_effects
 from contextledger.policy.loader import policy_from_mapping
 
-COMMAND = "pytest | tee out.log && cat > notes.txt <<EOF\nflaky: test_retry\nEOF"
-FAILED = "Exit code 1\n============ FAILURES ============\nFAILED tests/test_retry.py::test_retry - assert 2 == 3\n1 failed in 0.12s"
+COMMAND = "printf 'retry\\n' | tee out.log && cat > notes.txt <<EOF\nflaky: test_retry\nEOF"
+FAILED = "retry\nExit code 1\ncat: write error: No space left on device"
 REFUSED = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
     "the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."
@@ -33,7 +33,7 @@ def _memory(command: str, text: str, is_error: bool) -> Any:
 
 def test_a_failed_compound_command_wrote_its_files() -> None:
     m = _memory(COMMAND, FAILED, True)
-    assert m.summary == "wrote out.log; wrote notes.txt (command failed)\nFAILED tests/test_retry.py::test_retry - assert 2 == 3"
+    assert m.summary == "wrote out.log; wrote notes.txt (command failed)\ncat: write error: No space left on device"
     assert (m.payload["paths"], m.payload["applied"], m.payload["command_failed"]) == (["out.log", "notes.txt"], True, True)
 
 

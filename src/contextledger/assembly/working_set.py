@@ -63,7 +63,7 @@ def working_set_piece(files: list[ToolMemory], ev: Evaluator, policy: Policy, to
             continue
         for path in _listed_paths(m):
             if path not in latest:
-                latest[path] = (file_state(m, m.id in ev.lineage.stale), m)
+                latest[path] = (file_state(m, m.id in ev.lineage.stale, path), m)
     latest = fold_relative_paths(latest)
     if not latest:
         return None
@@ -113,6 +113,7 @@ def _listed_paths(m: ToolMemory) -> list[str]:
     extra = m.payload.get("paths")
     if str(m.payload.get("kind") or m.payload.get("extractor") or "") == "file_write" and isinstance(extra, list):
         paths.extend(p for p in extra if isinstance(p, str))
+        paths.extend(_not_written(m))
     return [p for p in dict.fromkeys(paths) if p]
 
 
@@ -133,15 +134,23 @@ def fold_relative_paths(latest: dict[str, tuple[str, ToolMemory]]) -> dict[str, 
     return out
 
 
-def file_state(m: ToolMemory, stale_on_lineage: bool) -> str:
-    """The state the working set gives a file from its newest memory ``m``: ``created``,
-    ``edited``, ``deleted``, ``edit rejected`` (refused: nothing written), ``written,
+def _not_written(m: ToolMemory) -> list[str]:
+    value = m.payload.get("not_written")
+    return [p for p in value if isinstance(p, str)] if isinstance(value, list) else []
+
+
+def file_state(m: ToolMemory, stale_on_lineage: bool, path: str | None = None) -> str:
+    """The state the working set gives file ``path`` from its newest memory ``m``: ``created``,
+    ``edited``, ``deleted``, ``not written`` (a shell command's output says it could not
+    open the file: ``payload["not_written"]``), ``edit rejected`` (refused: nothing written), ``written,
     command failed`` (a shell command that wrote the file and then failed), ``searched``,
     ``read`` or ``read, changed since`` (a read made stale by a later change is never shown as current)."""
     kind = str(m.payload.get("kind") or m.payload.get("extractor") or "")
     if kind == "generated_file":
         return "created"
     if kind == "file_write":
+        if path is not None and path in _not_written(m):
+            return "not written"
         if m.payload.get("applied") is False:
             return "edit rejected"
         if m.payload.get("command_failed"):

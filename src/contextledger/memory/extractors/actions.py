@@ -20,6 +20,7 @@ from typing import Any, Literal
 from contextledger.memory.dialects import ToolSpec, lookup_tool, spec_by_shape
 from contextledger.memory.extractors.base import ToolInput
 from contextledger.memory.extractors.shell_reads import shell_reads
+from contextledger.memory.extractors.shell_words import split_words
 from contextledger.memory.extractors.shell_writes import ShellWrite, shell_effects
 
 __all__ = [
@@ -207,7 +208,7 @@ def _grep_target(command: str) -> tuple[str | None, str | None]:
     skipped, ``-e PATTERN`` is honoured)."""
     stage = re.split(r"\s(?:\||&&|;)\s", command.strip(), maxsplit=1)[0]
     try:
-        words = shlex.split(stage)
+        words = split_words(stage)
     except ValueError:
         return None, None
     pattern: str | None = None
@@ -233,7 +234,7 @@ def _grep_target(command: str) -> tuple[str | None, str | None]:
 def _text_action(text: str) -> Action:
     first = text.strip().split("\n", 1)[0].strip()
     try:
-        words = shlex.split(first)
+        words = split_words(first)
     except ValueError:
         words = first.split()
     if not words:

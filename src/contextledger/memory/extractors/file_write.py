@@ -13,7 +13,10 @@ Payload keys: ``path``, ``paths`` (every file touched), ``operation``, ``applied
 when the tool rejected the edit; a shell command only when the call was refused before it
 ran, :func:`~contextledger.memory.extractors.write_failures.call_refused`), ``command_failed``
 (a shell command that ran and failed: its redirections and ``tee`` files were written all
-the same: the summary ends "(command failed)"), ``added_lines``, ``removed_lines`` (None when unknown),
+the same: the summary ends "(command failed)"), ``not_written`` (the files its output
+says it could not open, :func:`~contextledger.memory.extractors.write_failures.unopened_paths`:
+left out of ``paths``; when that is every file, ``applied`` is False and the summary says
+"not written"), ``added_lines``, ``removed_lines`` (None when unknown),
 ``new_content_sha256`` (when the full new content is known), ``diff`` (the unified diff,
 cut to the :class:`ChangeLimits`; None when there is none), ``diff_lines`` (its full
 length), ``new_text`` (the newest text of the edited region: the new side of every edit,
@@ -37,7 +40,11 @@ from contextledger.memory.dialects import unified_diff_paths
 from contextledger.memory.extractors.actions import Action, resolve_action
 from contextledger.memory.extractors.base import Extraction, ToolInput
 from contextledger.memory.extractors.errorscan import find_error
-from contextledger.memory.extractors.shell_writes import MAX_DESCRIBED_PATHS, describe_writes
+from contextledger.memory.extractors.shell_writes import (
+    MAX_DESCRIBED_PATHS,
+    describe_writes,
+    opened_writes,
+)
 from contextledger.memory.extractors.textutil import (
     body_ranges,
     byte_len,
@@ -48,7 +55,11 @@ from contextledger.memory.extractors.textutil import (
     split_lines,
     unwrap,
 )
-from contextledger.memory.extractors.write_failures import call_refused, write_failed
+from contextledger.memory.extractors.write_failures import (
+    call_refused,
+    unopened_paths,
+    write_failed,
+)
 from contextledger.records.enums import ConfidenceBasis, ContextKind, FreshnessClass, Shape
 
 __all__ = ["ChangeLimits", "FileWriteExtractor", "bound_lines", "looks_like_patch", "overwrote_existing"]
@@ -247,7 +258,8 @@ class FileWriteExtractor:
             change = _edit_change(action, item.arguments or {})
         if len(action.effects) > 1:
             change.paths = [normalise_path(p) for p in action.paths]
-            change.effects = describe_writes(action.effects)
+            written, _ = opened_writes(action.effects, item.result_text) if not call_refused(item.result_text) else (action.effects, [])
+            change.effects = describe_writes(written or action.effects)
         extraction = self._extraction(item, body, change, shell=action.sub == "shell")
         if action.sub == "shell" and action.command:
             extraction.payload["command"] = action.command
@@ -255,12 +267,19 @@ class FileWriteExtractor:
 
     def _extraction(self, item: ToolInput, body: Any, change: _Change, *, shell: bool = False) -> Extraction:
         paths = [p for p in dict.fromkeys(change.paths) if p]
-        main_path = paths[0] if paths else ""
+        unopened: list[str] = []
         if shell:  # a command that ran wrote its redirections whatever its exit status
             rejected = call_refused(item.result_text)
             command_failed = not rejected and (item.is_error or write_failed(item.result_text))
+            # ... except the files its output says it could not open
+            unopened = unopened_paths(item.result_text, paths) if not rejected else []
+            if unopened and len(unopened) == len(paths):
+                rejected, command_failed = True, False
+            elif unopened:
+                paths = [p for p in paths if p not in unopened]
         else:
             rejected, command_failed = item.is_error or write_failed(item.result_text), False
+        main_path = paths[0] if paths else ""
         err = find_error(split_lines(body.text)) if rejected or command_failed else None
         diff, diff_omitted = bound_lines(change.diff, self.limits)
         new_text, new_omitted = bound_lines(change.new_text, self.limits) if not looks_like_patch(change.new_text) else ([], len(change.new_text))
@@ -282,10 +301,13 @@ class FileWriteExtractor:
             payload["effects"] = change.effects
         if command_failed:
             payload["command_failed"] = True
+        if unopened:
+            payload["not_written"] = unopened
         where = main_path + (f" (+{count_of(len(paths) - 1, 'file')})" if len(paths) > 1 else "")
         first = body.text.strip().splitlines()[0] if body.text.strip() else "no output"
         if rejected:
-            summary = f"{change.operation} {where} rejected\n{err.error_line if err else cap(first)}"
+            verdict = "not written" if unopened else "rejected"
+            summary = f"{change.operation} {where} {verdict}\n{err.error_line if err else cap(first)}"
         elif command_failed:
             done = "; ".join(change.effects) if change.effects else f"{change.operation} {where}"
             summary = f"{done} (command failed)\n{err.error_line if err else cap(first)}"
@@ -312,7 +334,7 @@ class FileWriteExtractor:
             confidence=change.confidence,
             confidence_basis=ConfidenceBasis.DETERMINISTIC_PARSE if change.confidence == 1.0 else ConfidenceBasis.HEURISTIC,
             limits=f"{omitted} more changed lines in the recorded call" if omitted else None,
-            error_type=(err.error_type if err else ("rejected" if rejected else "command_failed")) if rejected or command_failed else None,
+            error_type=(err.error_type if err else (("not_written" if unopened else "rejected") if rejected else "command_failed")) if rejected or command_failed else None,
             line_range=prov_lines,
             byte_range=prov_bytes,
         )

@@ -30,7 +30,7 @@ from contextledger.memory.extractors.generic import GenericExtractor
 from contextledger.memory.extractors.http_json import HttpJsonExtractor
 from contextledger.memory.extractors.plan import PlanExtractor
 from contextledger.memory.extractors.search import SearchExtractor
-from contextledger.memory.extractors.shell_writes import describe_writes
+from contextledger.memory.extractors.shell_writes import describe_writes, opened_writes
 from contextledger.memory.extractors.subagent_report import SubagentReportExtractor
 from contextledger.memory.extractors.test_run import TestRunExtractor
 from contextledger.memory.extractors.textutil import cap, normalise_path
@@ -126,7 +126,8 @@ class ExtractorRegistry:
             if isinstance(key, str) and key and not any(key[:60] in line for line in lines):
                 lines = [*lines[:2], cap(key, SUMMARY_LINE_CHARS)]
             error_type = extraction.error_type
-            if error_type and not any(error_type in line for line in lines):
+            said = (error_type or "").replace("_", " ")  # "command_failed" is said by "(command failed)"
+            if error_type and not any(error_type in line or said in line for line in lines):
                 lines[0] = cap(f"{lines[0]} ({error_type})", SUMMARY_LINE_CHARS)
         lines = lines[:3]
         summary = "\n".join(lines)
@@ -146,14 +147,22 @@ def _with_effects(item: ToolInput, extraction: Extraction) -> Extraction:
     keeps its run's extract and gains ``payload["files_written"]`` (every path written
     or deleted, command order) and ``payload["effects"]`` (:func:`~contextledger.memory.
     extractors.shell_writes.describe_writes`), plus a ``files: …`` summary line in place
-    of its third line; a later write of one of those files is then linked to it."""
+    of its third line; a later write of one of those files is then linked to it.  A file
+    the output reports could not be opened is not written (``payload["not_written"]``,
+    :func:`~contextledger.memory.extractors.shell_writes.opened_writes`)."""
     if extraction.kind in _WRITE_EXTRACTS:
         return extraction
     action = resolve_action(item)
     if action.verb != "shell" or not action.effects:
         return extraction
-    effects = describe_writes(action.effects)
-    payload = {**extraction.payload, "files_written": [normalise_path(p) for p in action.paths], "effects": effects}
+    written, unopened = opened_writes(action.effects, item.result_text)
+    if not written:
+        return dataclasses.replace(extraction, payload={**extraction.payload, "not_written": unopened}) if unopened else extraction
+    effects = describe_writes(written)
+    paths = list(dict.fromkeys(normalise_path(p) for w in written for p in w.paths))
+    payload = {**extraction.payload, "files_written": paths, "effects": effects}
+    if unopened:
+        payload["not_written"] = unopened
     lines = [line for line in extraction.summary.split("\n") if line.strip()][:2]
     summary = "\n".join([*lines, "files: " + "; ".join(effects)])
     return dataclasses.replace(extraction, payload=payload, summary=summary)

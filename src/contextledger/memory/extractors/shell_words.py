@@ -8,6 +8,11 @@ on ``|`` / ``|&``; quotes are honoured (:mod:`shlex`).  ``cd DIR`` moves the wor
 directory of the stages after it: relative to the call's own working directory (Codex's
 ``workdir`` argument) when one is known.  A here-document's body is taken out of the line
 (``cat > f <<'EOF'`` … ``EOF``) and the command text after its terminator is kept.
+
+A command line that holds a Windows drive path (``C:\\``, ``d:\\``) is split without
+POSIX backslash escapes (:func:`split_words`): ``cd C:\\x`` keeps ``C:\\x``, not
+``C:x``; such a path is absolute (never joined to the working directory) and is spelt
+with forward slashes (``C:/x``), as every path is.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ import re
 import shlex
 from dataclasses import dataclass
 
-__all__ = ["UNKNOWN_DIR", "Pipeline", "heredoc_owner", "join_dir", "pipelines", "split_heredoc", "tokens"]
+__all__ = ["UNKNOWN_DIR", "Pipeline", "has_drive_path", "heredoc_owner", "join_dir", "pipelines", "split_heredoc", "split_words", "tokens"]
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _PIPELINE_SEPARATORS = frozenset({"&&", "||", ";", "&", ";;"})
 _STAGE_SEPARATORS = frozenset({"|", "|&"})
 _GROUPING = frozenset({"(", ")", "{", "}"})
+_DRIVE_PATH = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z]:\\")
+"""A Windows drive path's head (``C:\\``) standing at the start of a word."""
 UNKNOWN_DIR = "\0unknown"
 """The directory after a ``cd`` that cannot be followed (``cd``, ``cd -``, ``cd $X``)."""
 
@@ -74,10 +81,36 @@ def heredoc_owner(command: str) -> tuple[str, ...] | None:
     return tuple(w for w in words[cut + 1 :] if w not in _GROUPING)
 
 
-def tokens(line: str) -> list[str] | None:
-    """The words and operators of ``line`` (``None`` when its quotes do not close)."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
+def has_drive_path(text: str) -> bool:
+    """Whether ``text`` holds a Windows drive path (``C:\\Users``, ``"d:\\x y"``)."""
+    return _DRIVE_PATH.search(text) is not None
+
+
+def _lexer(line: str, punctuation: bool) -> shlex.shlex:
+    """A POSIX word lexer for ``line``; a line holding a Windows drive path gets no escape
+    character, so its backslashes stay path separators."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>" if punctuation else False)
     lexer.whitespace_split = True
+    lexer.commenters = "#" if punctuation else ""
+    if has_drive_path(line):
+        lexer.escape = ""
+    return lexer
+
+
+def split_words(line: str) -> list[str]:
+    """:func:`shlex.split` of ``line`` (no comments), except that a line holding a Windows
+    drive path keeps its backslashes (``cat C:\\a\\b.py`` → ``["cat", "C:\\a\\b.py"]``).
+
+    Raises:
+        ValueError: the quotes of ``line`` do not close.
+    """
+    return list(_lexer(line, punctuation=False))
+
+
+def tokens(line: str) -> list[str] | None:
+    """The words and operators of ``line`` (``None`` when its quotes do not close); a line
+    holding a Windows drive path is split without backslash escapes."""
+    lexer = _lexer(line, punctuation=True)
     try:
         return list(lexer)
     except ValueError:
@@ -100,9 +133,16 @@ def _line_tokens(text: str) -> list[str] | None:
 
 def join_dir(base: str | None, path: str) -> str:
     """``path`` resolved against directory ``base`` (``None`` or :data:`UNKNOWN_DIR`: left
-    as it is; an absolute or ``~`` path is never joined), ``.`` and ``..`` folded."""
+    as it is; an absolute, ``~`` or drive path is never joined), ``.`` and ``..`` folded.
+    A drive path (``C:\\x\\a.py``) and a path relative to a drive directory are spelt
+    with forward slashes, as :func:`~contextledger.memory.extractors.textutil.normalise_path`
+    spells every path (``C:/x/a.py``)."""
+    if has_drive_path(path):
+        return posixpath.normpath(path.replace("\\", "/"))
     if base is None or base == UNKNOWN_DIR or path.startswith(("/", "~")):
         return posixpath.normpath(path) if path else path
+    if has_drive_path(base) or base[1:3] == ":/":
+        return posixpath.normpath(posixpath.join(base.replace("\\", "/"), path.replace("\\", "/")))
     return posixpath.normpath(posixpath.join(base, path))
 
 

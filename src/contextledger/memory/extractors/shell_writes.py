@@ -21,8 +21,9 @@ environment assignments and wrappers):
 :func:`shell_effects` reports every write of a compound command (``rm -f x && cat > t.js
 <<EOF`` … ``&& node t.js`` deletes ``x`` and writes ``t.js``) and whether the command
 also *runs* something whose output is shown (a pipeline whose last stage is neither a
-write nor a quiet step such as ``mkdir`` / ``export``): such a command is a run with
-effects, not a write.  Paths are resolved against the directory each pipeline runs in
+write nor a quiet step such as ``mkdir`` / ``export``, or ends in a ``tee`` fed by a
+program: in ``pytest | tee out.log`` each command is its own action, ``pytest`` the run
+and ``tee`` the write of ``out.log``): such a command is a run with effects, not a write.  Paths are resolved against the directory each pipeline runs in
 (the call's ``workdir`` and ``cd`` steps, :mod:`~contextledger.memory.extractors.shell_words`).
 
 Detection is a pure function of the command text (quotes honoured by :mod:`shlex`); a
@@ -42,8 +43,10 @@ from contextledger.memory.extractors.shell_words import (
     pipelines,
     split_heredoc,
 )
+from contextledger.memory.extractors.textutil import normalise_path
+from contextledger.memory.extractors.write_failures import unopened_paths
 
-__all__ = ["ShellEffects", "ShellWrite", "describe_writes", "shell_effects", "shell_write"]
+__all__ = ["ShellEffects", "ShellWrite", "describe_writes", "opened_writes", "shell_effects", "shell_write"]
 
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _WRAP = frozenset({"sudo", "time", "nice", "env", "command"})
@@ -52,6 +55,8 @@ _REDIRECTS = frozenset({">", ">>", ">|"})
 _SINKS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
 _QUIET = frozenset({"mkdir", "export", "set", "unset", "true", ":", "chmod", "chown", "umask", "shopt", "pushd", "popd", "sleep", "wait", "source", ".", "touch", "ln"})
 """Programs that print nothing worth keeping when they succeed."""
+_PRODUCERS = frozenset({"echo", "printf", "cat"})
+"""Programs whose output piped into ``tee`` is the content written, not a run's output."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,19 +207,39 @@ def shell_effects(command: str, cwd: str | None = None) -> ShellEffects | None:
     writes: list[ShellWrite] = []
     runs = False
     for pipeline in found:
-        last_writes = False
+        stage_writes: list[ShellWrite | None] = []
         for stage in pipeline.stages:
             # the here-document is the input of its own stage only (not of a ``tee`` before it)
             own = body if owner is None or stage[: len(owner)] == owner else None
             kept, redirected = _redirect_write(list(stage), own)
             write = _segment_write(kept, own) or redirected
-            last_writes = write is not None
+            stage_writes.append(write)
             if write is not None:
                 writes.append(_resolved(write, pipeline.cwd))
-        last = _program(list(pipeline.stages[-1]))
-        if not last_writes and last and last[0].rsplit("/", 1)[-1] not in _QUIET:
-            runs = True
+        runs = runs or _pipeline_runs(pipeline.stages, stage_writes)
     return ShellEffects(writes=tuple(writes), runs=runs)
+
+
+def _pipeline_runs(stages: tuple[tuple[str, ...], ...], stage_writes: list[ShellWrite | None]) -> bool:
+    """Whether a pipeline shows the output of a program it runs: its last stage is no
+    write and no quiet program, or the last stage is a ``tee`` (which passes its input
+    on) fed by a stage that runs a program (``pytest 2>&1 | tee out.log``: the run is
+    ``pytest``, ``tee`` writes ``out.log``) rather than text (``echo``, ``printf``,
+    ``cat``)."""
+    last = _program(list(stages[-1]))
+    if stage_writes[-1] is None:
+        return bool(last) and _name(last[0]) not in _QUIET
+    if not last or _name(last[0]) != "tee" or ">" in stages[-1] or ">>" in stages[-1]:
+        return False
+    for stage, write in zip(stages[:-1], stage_writes[:-1], strict=True):
+        words = _program(list(stage))
+        if write is None and words and _name(words[0]) not in _QUIET and _name(words[0]) not in _PRODUCERS:
+            return True
+    return False
+
+
+def _name(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
 
 
 def shell_write(command: str, cwd: str | None = None) -> ShellWrite | None:
@@ -239,3 +264,21 @@ def describe_writes(writes: tuple[ShellWrite, ...]) -> list[str]:
         more = f" (+{len(w.paths) - MAX_DESCRIBED_PATHS} more)" if len(w.paths) > MAX_DESCRIBED_PATHS else ""
         out.append(f"{verb} {shown}{more}")
     return out
+
+
+def opened_writes(writes: tuple[ShellWrite, ...], result_text: str) -> tuple[tuple[ShellWrite, ...], list[str]]:
+    """``(the writes that happened, the files not written)``: a file the command's output
+    reports it could not open (``bash: out.txt: Permission denied``,
+    :func:`~contextledger.memory.extractors.write_failures.unopened_paths`) is taken out of
+    its write, and a write left with no file is dropped.  Paths are normalised
+    (:func:`~contextledger.memory.extractors.textutil.normalise_path`)."""
+    every = [normalise_path(p) for w in writes for p in w.paths]
+    unopened = unopened_paths(result_text, list(dict.fromkeys(every)))
+    if not unopened:
+        return writes, []
+    kept: list[ShellWrite] = []
+    for w in writes:
+        paths = tuple(p for p in w.paths if normalise_path(p) not in unopened)
+        if paths:
+            kept.append(w if paths == w.paths else dataclasses.replace(w, paths=paths))
+    return tuple(kept), unopened

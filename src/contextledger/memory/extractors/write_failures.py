@@ -8,15 +8,20 @@ replace not found`` …) near its start.  :mod:`contextledger.memory.write_statu
 a call's status with them; the write extractor marks the write not applied.  A read's
 failure (:func:`read_failed`) is its program's own error line (``cat: x: No such file or
 directory``) or a read tool's ``Error: …`` / ``File x not found`` — never a read of the file.
+A shell command whose output reports that a file it writes could not be opened (``bash:
+out.txt: Permission denied``, ``/bin/sh: 1: cannot create x: Read-only file system``,
+``tee: x: Is a directory``) did not write that file (:func:`unopened_paths`).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
+from collections.abc import Sequence
 
 from contextledger.memory.extractors.textutil import unwrap
 
-__all__ = ["FAILURE_LEAD", "HEAD_CHARS", "REFUSED", "REJECTED", "call_refused", "read_failed", "write_failed"]
+__all__ = ["FAILURE_LEAD", "HEAD_CHARS", "REFUSED", "REJECTED", "call_refused", "read_failed", "unopened_paths", "write_failed"]
 
 REJECTED: tuple[str, ...] = (
     "Your proposed edit has introduced new syntax error",
@@ -95,3 +100,35 @@ def read_failed(text: str, *, shell: bool) -> bool:
     if not first:
         return False
     return (_PROGRAM_ERROR.match(first) if shell else _READ_LEAD.match(first.lstrip("[("))) is not None
+
+
+_OPEN_REASONS = r"Permission denied|No such file or directory|Read-only file system|Is a directory|Not a directory"
+_UNOPENED = re.compile(
+    r"^(?:[\w./+-]+: )?(?:line \d+: |\d+: )?(?:cannot create |can't create |cannot open |can't open |can't read )?"
+    rf"(?P<path>[^\n:]+?): (?:{_OPEN_REASONS})[ \t]*$"
+    rf"|^(?:[\w./+-]+: )?(?:{_OPEN_REASONS.lower()}): (?P<zpath>[^\n]+?)[ \t]*$",
+    re.M,
+)
+"""A shell's or a writer's report that it could not open a file: ``bash: out.txt:
+Permission denied``, ``bash: line 1: x/y.txt: No such file or directory``, ``/bin/sh: 1:
+cannot create x: Read-only file system``, ``tee: x: Is a directory``, zsh's ``zsh:
+permission denied: out.txt``."""
+UNOPENED_SCAN_CHARS = 20_000
+"""How much of a result :func:`unopened_paths` reads (the shell opens its redirections
+before the command runs, so its report comes first)."""
+
+
+def unopened_paths(text: str, paths: Sequence[str]) -> list[str]:
+    """The files of ``paths`` (a shell command's write targets, resolved) that the result
+    ``text`` reports could not be opened (:data:`_UNOPENED`, in its first
+    :data:`UNOPENED_SCAN_CHARS` characters): the error names a file as the command typed
+    it, so a relative name matches a resolved path ending with ``/`` plus it.  Those files
+    were not written.  Linear in the text's size."""
+    named: set[str] = set()
+    for m in _UNOPENED.finditer(unwrap(text).text[:UNOPENED_SCAN_CHARS]):
+        name = (m.group("path") or m.group("zpath") or "").strip().strip("'\"`")
+        if name:
+            named.add(posixpath.normpath(name))
+    if not named:
+        return []
+    return [p for p in paths if any(p == n or (not n.startswith("/") and p.endswith("/" + n)) for n in named)]
