@@ -29,16 +29,10 @@ CASES = [s.name for s in all_scenarios()]
 FORMATS = ("openai-chat", "anthropic", "openai-responses")
 
 SEARCH_DOCS = "search_docs memory: search_docs succeeded: JSON object · 2 k"
-DISPLACED: dict[tuple[str, str], str] = {
-    ("seed-6", "anthropic"): "the assistant message 'Housekeeping step 4 done; nothing further needed there.' "
-    "(a list_dir evidence line takes its place in the Messages selection)",
-    ("csv-rehydration", "anthropic"): f"one {SEARCH_DOCS!r} evidence line: the budget stage evicts it while the "
-    "exchange still costs the tool-use prompt, before the raw CSV is rehydrated without tool framing",
-}
+DISPLACED: dict[tuple[str, str], str] = {}
 """(case, format) → the records that format's overhead displaces from the Chat
 Completions selection (named by content: record ids are new on every build)."""
 ADDED: dict[tuple[str, str], list[str]] = {
-    ("seed-6", "anthropic"): ["list_dir memory: list_dir succeeded: feedback_30.md\t5455 byt"],
     ("csv-rehydration", "anthropic"): ["http_get memory: http_get succeeded: JSON object · 4 keys · ", "list_dir memory: list_dir succeeded: quota_83.md\t52774 bytes", SEARCH_DOCS],
     ("retry-critical-error", "anthropic"): [SEARCH_DOCS],
     ("parent-resume", "anthropic"): [SEARCH_DOCS],

@@ -218,7 +218,7 @@ class Assembler:
             recalled=cands.relevance,
         )
         selection, rehydrated = rehydrate(budgeter.select(system, pieces, lines), budgeter, store, req.scope)
-        selection = excerpt_newest_result(selection, budgeter, store, req.scope)
+        selection = budgeter.fill_format_room(excerpt_newest_result(selection, budgeter, store, req.scope))
         if policy.working_set.when_needed:
             selection = without_redundant_listing(selection)
         shown = constraints_shown(selection.request, rules.rules) if selection.system == system else ()

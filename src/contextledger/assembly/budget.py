@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,12 @@ if TYPE_CHECKING:
     from contextledger.records.models import ToolMemory
 
 __all__ = ["Budgeter", "Selection"]
+
+NEUTRAL = "openai-chat"
+"""The format whose exact count is a selection's format-independent cost: the same
+history, policy, budget and ``now`` select the same records in every format
+(:meth:`Budgeter.exact`), a format with more framing pays for it, and a format with
+less fills the room it leaves at the end (:meth:`Budgeter.fill_format_room`)."""
 
 _ORDER = attrgetter("order")
 _MAX_ROUNDS = 400
@@ -92,12 +98,14 @@ class Budgeter:
         self.policy, self.shaper, self.tok, self.ev = policy, shaper, shaper.tok, ev
         self.budget, self.provider, self.tools = budget, provider, tools
         self._count, self._serialize = count, serialize
-        self.serial_memo: dict[int, Any] = {}
+        self.serial_memo: dict[int, Any] = {}  # of the neutral count (``sent_cost`` reads them)
         self.count_memo: dict[int, Any] = {}
+        self._format_memos: tuple[dict[int, Any], dict[int, Any]] = ({}, {})
+        self.format_only = False  # the final refill: the format's own count (:meth:`fill_format_room`)
         from contextledger.providers.registry import ADDITIVE_PROVIDERS
 
         # a count that is a sum over its wire messages, each counted once
-        self.additive = provider in ADDITIVE_PROVIDERS
+        self.additive = NEUTRAL in ADDITIVE_PROVIDERS
         self.terms: frozenset[str] = frozenset()
         self.recalled: Mapping[str, int] = recalled or {}
         self._keys: dict[tuple[str, tuple[int, int]], tuple[int, int, int, int, tuple[int, int]]] = {}
@@ -135,8 +143,19 @@ class Budgeter:
         return NeutralRequest(system=sysb, messages=tuple(msgs), tools=self.tools)
 
     def exact(self, req: NeutralRequest) -> int:
-        """Exact tokens of ``req``'s payload."""
-        return int(self._count(self.provider, self._serialize(self.provider, req, resolve_blob=None, memo=self.serial_memo), memo=self.count_memo))
+        """The selection cost of ``req``, in tokens: the larger of its exact count in
+        the :data:`NEUTRAL` format and in the request's own format — the format's extra
+        framing is paid, its savings never change what is selected (they are spent by
+        :meth:`fill_format_room`).  The format's exact count alone while
+        :attr:`format_only` is set.  Either way the format's own count is at most this."""
+        neutral = 0
+        if not self.format_only or self.provider == NEUTRAL:
+            neutral = int(self._count(NEUTRAL, self._serialize(NEUTRAL, req, resolve_blob=None, memo=self.serial_memo), memo=self.count_memo))
+            if self.provider == NEUTRAL:
+                return neutral
+        serial_memo, count_memo = self._format_memos
+        own = int(self._count(self.provider, self._serialize(self.provider, req, resolve_blob=None, memo=serial_memo), memo=count_memo))
+        return max(neutral, own)
 
     def sent_cost(self, p: Piece) -> int:
         """Tokens ``p``'s messages took in the last exact count, read from the memos (an
@@ -370,23 +389,43 @@ class Budgeter:
             return True
         return False
 
-    def _refill(self, chosen: list[Piece], sysb: tuple[str, ...], total: int) -> int:
+    def _refill(self, chosen: list[Piece], sysb: tuple[str, ...], total: int, why: str = "room freed by later drop steps") -> int:
         """Later steps may free room (e.g. an exchange turned into a line drops the tool
         declarations): give it back first to the newest dropped user messages (the
         user's own words), then to the most valuable evicted evidence lines, then to the
-        newest dropped assistant messages."""
+        newest dropped assistant messages (``why``: the trace detail of each)."""
         ev = self.ev
 
         def restore_chat(p: Piece) -> None:
             for m in p.unit.messages if p.unit is not None else ():
-                ev.restore(m.id, "message", "room freed by later drop steps")
+                ev.restore(m.id, "message", why)
 
         total = self._give_back(chosen, sysb, total, chosen, self._dropped_chat("user"), restore_chat)
         lines = sorted(self.drop.evicted, key=self.evict_key, reverse=True)[:24]
         self._lines_sorted = False
         self.drop.evict_queue = None
-        total = self._give_back(chosen, sysb, total, self.notes, lines, lambda n: ev.restore(*line_record(n), "room freed by later drop steps"))
+        total = self._give_back(chosen, sysb, total, self.notes, lines, lambda n: ev.restore(*line_record(n), why))
         return self._give_back(chosen, sysb, total, chosen, self._dropped_chat("assistant"), restore_chat)
+
+    def fill_format_room(self, sel: Selection) -> Selection:
+        """``sel`` with the room its own format leaves below the selection cost
+        (:meth:`exact`: a format whose framing is smaller than the :data:`NEUTRAL` one,
+        a rehydrated exchange sent without tool framing) given back as the budget stage
+        gives back room (:meth:`_refill`), each record confirmed by the format's exact
+        count; every record of ``sel`` stays.  ``sel`` itself when nothing fits."""
+        self.format_only = True
+        try:
+            chosen, self.notes = list(sel.chosen), list(sel.notes)
+            total = self.exact(sel.request)
+            if total >= self.budget:
+                return sel
+            sizes = (len(chosen), len(self.notes))
+            self._refill(chosen, sel.system, total, "room left by the format's smaller framing")
+            if (len(chosen), len(self.notes)) == sizes:
+                return sel
+            return replace(sel, request=self.build(chosen, self.notes, sel.system), chosen=chosen, notes=self.notes)
+        finally:
+            self.format_only = False
 
     def _dropped_chat(self, kind: str) -> list[Piece]:
         return sorted((p for p in self.drop.dropped_chat if p.unit is not None and p.unit.kind == kind), key=_ORDER, reverse=True)[:8]
