@@ -107,3 +107,88 @@ def test_no_format_overhead_displaces_a_record_of_chat_completions(selections: d
 def test_a_format_adds_only_the_named_records(selections: dict[tuple[str, str], tuple[dict[str, str], tuple[str, ...]]], case: str, provider: str) -> None:
     chat, other = selections[(case, "openai-chat")][0], selections[(case, provider)][0]
     assert sorted(other[r] for r in set(other) - set(chat)) == ADDED.get((case, provider), [])
+
+
+# -- the rule behind parity: the selection is costed format-independently -------------
+
+SEEDS = [c for c in CASES if c.startswith("seed-")]
+BUDGET_FACTORS = (0.9, 1.1, 1.25, 1.5, 2.0)
+
+
+@pytest.fixture(scope="module")
+def seed_sweep() -> Iterator[dict[tuple[str, int, str], tuple[dict[str, str], int]]]:
+    """(seed, budget, format) → (records shown, assembled tokens) at 0.9× to 2× each
+    seed's own budget."""
+    out: dict[tuple[str, int, str], tuple[dict[str, str], int]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for sc in all_scenarios():
+            if sc.name not in SEEDS:
+                continue
+            ledger = Ledger.open(home=Path(tmp) / sc.name)
+            try:
+                b = sc.build(ledger, 1)
+                for factor in BUDGET_FACTORS:
+                    budget = round(b.budget_tokens * factor)
+                    for provider in FORMATS:
+                        res = ledger.assemble(
+                            b.conversation_id, branch_id=b.branch_id, participant_id=b.participant_id, provider=provider,
+                            budget_tokens=budget, now=b.now, persist=False, replay="estimate",
+                        )
+                        out[(sc.name, budget, provider)] = (_evidence(ledger, b.conversation_id, set(res.record.selected_refs)), res.record.assembled_tokens)
+            finally:
+                ledger.close()
+        yield out
+
+
+@pytest.mark.parametrize("case", SEEDS)
+def test_a_smaller_framing_never_changes_what_is_selected_at_any_budget(seed_sweep: dict[tuple[str, int, str], tuple[dict[str, str], int]], case: str) -> None:
+    """Anthropic Messages merges same-role turns and Responses drops the role of a
+    result: both count most requests below Chat Completions.  The selection is costed
+    as the larger of the two counts, so those savings never swap a record for another
+    (costed by the format's own count, Messages lost the user's request 'Generate the
+    Q1 sales report…' of seed-2 at 0.9× and 1.1×, a load_skill line of seed-4 at 2×, an
+    http_get line of seed-6 at 0.9×) — the format only adds what its room fits, within
+    the budget."""
+    displaced: list[tuple[int, str, list[str]]] = []
+    for (name, budget, provider), (records, tokens) in sorted(seed_sweep.items()):
+        if name != case or provider == "openai-chat":
+            continue
+        chat, chat_tokens = seed_sweep[(name, budget, "openai-chat")]
+        if chat_tokens <= budget:
+            assert tokens <= budget, (budget, provider, tokens)
+        missing = sorted(chat[r] for r in set(chat) - set(records))
+        if missing:
+            displaced.append((budget, provider, missing))
+    assert displaced == []
+
+
+def test_the_room_of_a_smaller_framing_is_given_back_last_and_named(tmp_path: Path) -> None:
+    """coding-walkthrough at its budget: Chat Completions leaves the user's npm
+    preference out.  Responses, whose framing is smaller, selects the same records and
+    gives its room back after the selection: that message, its restore named as the
+    format's room.  Messages, whose tool-use prompt is larger, turns more exchanges into
+    lines and gets the same message back from the room that freed (the budget stage's
+    own refill).  Every payload is within the budget by its format's own count."""
+    from contextledger.assembly.budget import FORMAT_ROOM_DETAIL
+    from contextledger.bench.scenarios import get_scenario
+    from contextledger.providers.registry import count_payload_tokens
+
+    ledger = Ledger.open(home=tmp_path / "home")
+    try:
+        b = get_scenario("coding-walkthrough").build(ledger, 1)
+        seen: dict[str, tuple[dict[str, str], list[tuple[str, str, str]]]] = {}
+        for provider in FORMATS:
+            res = ledger.assemble(b.conversation_id, branch_id=b.branch_id, participant_id=b.participant_id, provider=provider,
+                                  budget_tokens=b.budget_tokens, now=b.now, persist=False, replay="estimate", trace=True)
+            assert res.record.assembled_tokens == count_payload_tokens(provider, res.payload) <= b.budget_tokens
+            restored = [(d["decision"], d["record_kind"], d["detail"]) for d in res.trace if d.get("reason") == "restored"]
+            seen[provider] = (_evidence(ledger, b.conversation_id, set(res.record.selected_refs)), restored)
+        chat = seen["openai-chat"][0]
+        assert seen["openai-chat"][1] == []
+        for provider, why in (("anthropic", "room freed by later drop steps"), ("openai-responses", FORMAT_ROOM_DETAIL)):
+            records, restored = seen[provider]
+            assert set(chat) <= set(records)
+            assert sorted(records[r] for r in set(records) - set(chat)) == ["I'd prefer you use npm for scripts if that's quicker."]
+            assert restored == [("include", "message", why)]
+    finally:
+        ledger.close()

@@ -3,6 +3,12 @@
 Seed 001 §9 *Context Budgeter* (token budget, budget buckets, the drop order, the
 ContextPlan) and DESIGN.md pipeline step 4.  Selection works on estimates and confirms
 with an exact count of the serialized payload; every step is recorded in the trace.
+Format parity (issue 26): a request is costed as the larger of its Chat Completions
+count (:data:`NEUTRAL`, the format-independent cost) and its own format's count, so the
+same history, policy, budget and ``now`` select the same records in every format — a
+format with more framing (Anthropic's 346-token tool-use prompt) pays for it, and the
+room a format with less framing leaves is filled last, with its own exact count
+(:meth:`Budgeter.fill_format_room`).
 Drop steps, in policy order (:mod:`.drop_order`): low-confidence retrieval → expired
 memory → large tool results become artifact references (raw results above
 ``tool_output.max_tokens // 4`` tokens) → compress old history (an old exchange becomes
@@ -54,13 +60,16 @@ if TYPE_CHECKING:
     from contextledger.policy.model import Policy
     from contextledger.records.models import ToolMemory
 
-__all__ = ["Budgeter", "Selection"]
+__all__ = ["FORMAT_ROOM_DETAIL", "NEUTRAL", "Budgeter", "Selection"]
 
 NEUTRAL = "openai-chat"
 """The format whose exact count is a selection's format-independent cost: the same
 history, policy, budget and ``now`` select the same records in every format
 (:meth:`Budgeter.exact`), a format with more framing pays for it, and a format with
 less fills the room it leaves at the end (:meth:`Budgeter.fill_format_room`)."""
+
+FORMAT_ROOM_DETAIL = "room left by the format's smaller framing"
+"""Trace detail of a record given back by :meth:`Budgeter.fill_format_room`."""
 
 _ORDER = attrgetter("order")
 _MAX_ROUNDS = 400
@@ -420,7 +429,7 @@ class Budgeter:
             if total >= self.budget:
                 return sel
             sizes = (len(chosen), len(self.notes))
-            self._refill(chosen, sel.system, total, "room left by the format's smaller framing")
+            self._refill(chosen, sel.system, total, FORMAT_ROOM_DETAIL)
             if (len(chosen), len(self.notes)) == sizes:
                 return sel
             return replace(sel, request=self.build(chosen, self.notes, sel.system), chosen=chosen, notes=self.notes)
