@@ -93,7 +93,8 @@ class Budgeter:
 
     Args:
         count / serialize: the provider registry's ``count_payload_tokens`` and
-            ``serialize`` (exact counts of candidate payloads; wire forms and counts of
+            ``serialize`` (exact counts of candidate payloads in the :data:`NEUTRAL`
+            format and in ``provider``'s, :meth:`exact`; wire forms and counts of
             unchanged messages are reused between rounds through their memos).
         recalled: memory id → relevance points of the retrieval router's fused ranking
             for this request (evidence lines it recalled are evicted after the others
