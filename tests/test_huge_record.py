@@ -184,3 +184,37 @@ def test_huge_message_imports_and_assembles_within_budget_with_bounded_scans(sql
     head, tail = first[: m.start()], first[m.end():]
     assert user.startswith(head + "\n") and user.endswith(tail)
     assert int(m.group(2).replace(",", "")) == _exact(user[len(head) + 1 : len(user) - len(tail)])
+
+
+def _claude_code(path: Path, user: str) -> Path:
+    """A Claude Code session (JSON Lines) whose first record holds ``user``."""
+    base = {"isSidechain": False, "userType": "external", "cwd": "/srv/app", "sessionId": "c64cc478-3430-40fe-8e9c-4ee9986e9754", "version": "2.1.14"}
+    records = [
+        {**base, "parentUuid": None, "type": "user", "uuid": "u1", "timestamp": "2026-01-21T06:19:38.056Z", "message": {"role": "user", "content": user}},
+        {**base, "parentUuid": "u1", "type": "assistant", "uuid": "a1", "timestamp": "2026-01-21T06:19:40.612Z",
+         "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-5", "content": [{"type": "text", "text": "I will look at the log."}]}},
+        {**base, "parentUuid": "a1", "type": "user", "uuid": "u2", "timestamp": "2026-01-21T06:20:38.056Z", "message": {"role": "user", "content": FOLLOW_UP}},
+    ]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_jsonl_whose_first_record_is_longer_than_a_mebibyte_is_detected_as_lines(sqlite_ledger: Ledger, tmp_path: Path) -> None:
+    # The first line break lies past 1 MiB: detection used to look for it in the first
+    # MiB only and refused the file as one JSON document with "Extra data" on line 2.
+    user = f"{TASK}\n\n{_log(1_500_000)}\nDo not touch the billing tables."
+    path = _claude_code(tmp_path / "session.jsonl", user)
+    assert path.read_text(encoding="utf-8").index("\n") > 1 << 20
+    imp = sqlite_ledger.import_file(path)
+    assert imp.format == "claude-code" and imp.messages == 3
+    res = sqlite_ledger.assemble(imp.conversation_id, provider="anthropic", budget_tokens=4000)
+    d = res.as_dict()
+    assert not d["over_budget"] and d["assembled_tokens"] <= 4000
+    first = res.payload["messages"][0]["content"]
+    text = first if isinstance(first, str) else "".join(b["text"] for b in first if b.get("type") == "text")
+    m = MARKER.search(text)
+    assert m is not None and m.group(1) == ""
+    head, tail = text[: m.start()], text[m.end():]
+    assert TASK in head and user.endswith(tail) and tail.endswith("Do not touch the billing tables.")
+    start = user.index(head[head.index(TASK):]) + len(head) - head.index(TASK) + 1
+    assert int(m.group(2).replace(",", "")) == _exact(user[start : len(user) - len(tail)])
