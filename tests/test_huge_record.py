@@ -184,3 +184,86 @@ def test_huge_message_imports_and_assembles_within_budget_with_bounded_scans(sql
     head, tail = first[: m.start()], first[m.end():]
     assert user.startswith(head + "\n") and user.endswith(tail)
     assert int(m.group(2).replace(",", "")) == _exact(user[len(head) + 1 : len(user) - len(tail)])
+
+
+def _claude_code(path: Path, user: str) -> Path:
+    """A Claude Code session (JSON Lines) whose first record holds ``user``."""
+    base = {"isSidechain": False, "userType": "external", "cwd": "/srv/app", "sessionId": "c64cc478-3430-40fe-8e9c-4ee9986e9754", "version": "2.1.14"}
+    records = [
+        {**base, "parentUuid": None, "type": "user", "uuid": "u1", "timestamp": "2026-01-21T06:19:38.056Z", "message": {"role": "user", "content": user}},
+        {**base, "parentUuid": "u1", "type": "assistant", "uuid": "a1", "timestamp": "2026-01-21T06:19:40.612Z",
+         "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-5", "content": [{"type": "text", "text": "I will look at the log."}]}},
+        {**base, "parentUuid": "a1", "type": "user", "uuid": "u2", "timestamp": "2026-01-21T06:20:38.056Z", "message": {"role": "user", "content": FOLLOW_UP}},
+    ]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_jsonl_whose_first_record_is_longer_than_a_mebibyte_is_detected_as_lines(sqlite_ledger: Ledger, tmp_path: Path) -> None:
+    # The first line break lies past 1 MiB: detection used to look for it in the first
+    # MiB only and refused the file as one JSON document with "Extra data" on line 2.
+    user = f"{TASK}\n\n{_log(1_500_000)}\nDo not touch the billing tables."
+    path = _claude_code(tmp_path / "session.jsonl", user)
+    assert path.read_text(encoding="utf-8").index("\n") > 1 << 20
+    imp = sqlite_ledger.import_file(path)
+    assert imp.format == "claude-code" and imp.messages == 3
+    res = sqlite_ledger.assemble(imp.conversation_id, provider="anthropic", budget_tokens=4000)
+    d = res.as_dict()
+    assert not d["over_budget"] and d["assembled_tokens"] <= 4000
+    first = res.payload["messages"][0]["content"]
+    text = first if isinstance(first, str) else "".join(b["text"] for b in first if b.get("type") == "text")
+    m = MARKER.search(text)
+    assert m is not None and m.group(1) == ""
+    head, tail = text[: m.start()], text[m.end():]
+    assert TASK in head and user.endswith(tail) and tail.endswith("Do not touch the billing tables.")
+    start = user.index(head[head.index(TASK):]) + len(head) - head.index(TASK) + 1
+    assert int(m.group(2).replace(",", "")) == _exact(user[start : len(user) - len(tail)])
+
+
+GITHUB = "ghp_4Xk9Lm2Nq7Rs1Tv5Wy8Zb3Cd6Fg0Hj2Kl4Mn"
+AWS_SECRET = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3nT8vKpL"
+
+
+def test_secrets_of_a_huge_record_are_redacted_wherever_they_are(sqlite_ledger: Ledger, tmp_path: Path) -> None:
+    # The scans that decide what a record is about read a bounded window; the secret
+    # screen reads every character at import, so the ledger holds no secret from the
+    # omitted middle either, and the tail that is sent carries its redaction marker.
+    log = _log(2_000_000)
+    middle = len(log) // 2
+    user = f"{TASK}\n\n{log[:middle]}\ntoken {GITHUB}\n{log[middle:]}\nexport {AWS_SECRET}\nDo not touch the billing tables."
+    imp = sqlite_ledger.import_file(_chat(tmp_path / "huge.json", user))
+    stored = sqlite_ledger.store.messages(sqlite_ledger.scope(), imp.conversation_id, roles=["user"])[0]
+    text = "".join(getattr(p, "text", "") for p in stored.parts)
+    assert len(text) > 2_000_000 and GITHUB not in text and "wJalrXUtnFEMI" not in text
+    assert text.count("[secret: GitHub Token · sha256:") == 1 and text.count("[secret: AWS secret access key · sha256:") == 1
+    res = sqlite_ledger.assemble(imp.conversation_id, provider="openai-chat", budget_tokens=4000)
+    body = json.dumps(res.payload, ensure_ascii=False)
+    assert GITHUB not in body and "wJalrXUtnFEMI" not in body
+    first = next(m["content"] for m in res.payload["messages"] if m["role"] == "user")
+    tail = first[MARKER.search(first).end():]  # type: ignore[union-attr]
+    assert tail.endswith("Do not touch the billing tables.") and "[secret:" in tail
+
+
+def test_a_huge_text_screened_twice_is_scanned_once_and_a_changed_one_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextledger.security.secrets as secrets
+
+    scanned: list[int] = []
+    find = secrets._find
+
+    def find_spy(text: str) -> list[secrets.SecretFinding]:
+        scanned.append(len(text))
+        return find(text)
+
+    monkeypatch.setattr(secrets, "_find", find_spy)
+    log = _log(secrets.MEMO_MIN_CHARS + 50_000, seed=11)
+    clean = f"{TASK}\n{log}\nexport {AWS_SECRET}\n"
+    first, again = secrets.screen_text(clean), secrets.screen_text(clean)
+    assert first == again and [f.secret_type for f in first.findings] == ["AWS secret access key"]
+    assert scanned == [len(clean)]  # the second screen reused the findings
+    changed = clean[:1000] + f"token {GITHUB}\n" + clean[1000:]  # one more secret, same head and tail
+    s = secrets.screen_text(changed)
+    assert GITHUB not in s.text and sorted(f.secret_type for f in s.findings) == ["AWS secret access key", "GitHub Token"]
+    assert scanned == [len(clean), len(changed)]
+    short = f"export {AWS_SECRET}\n"
+    secrets.screen_text(short), secrets.screen_text(short)
+    assert scanned[2:] == [len(short), len(short)]  # short texts are not remembered

@@ -33,12 +33,13 @@ import hashlib
 import json
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-__all__ = ["SECRET_MARKER", "Screening", "SecretFinding", "find_secrets", "redact", "redact_json_text", "screen_text"]
+__all__ = ["MEMO_MIN_CHARS", "SECRET_MARKER", "Screening", "SecretFinding", "find_secrets", "redact", "redact_json_text", "screen_text"]
 
 SECRET_MARKER = re.compile(r"\[secret: [^\]\n]{1,80} · sha256:[0-9a-f]{12}\]")
 """What a redaction looks like in stored and sent text."""
@@ -450,11 +451,41 @@ def _scan(text: str, lower: str, windows: list[tuple[int, int]]) -> Iterator[tup
             yield from ((s + i, s + i + len(value), secret_type) for i in _occurrences(window, value))
 
 
+MEMO_MIN_CHARS = 256 * 1024
+"""Texts of at least this many characters have their findings remembered (see
+:func:`find_secrets`)."""
+_MEMO_SIZE = 16
+_memo: dict[tuple[int, bytes], tuple[SecretFinding, ...]] = {}
+_memo_lock = threading.Lock()
+
+
 def find_secrets(text: str) -> list[SecretFinding]:
     """Every secret in ``text`` with its position (overlapping hits merged, the earliest
-    and longest first).  Pure and deterministic."""
+    and longest first).  Pure and deterministic.
+
+    The findings of the last :data:`_MEMO_SIZE` texts of at least :data:`MEMO_MIN_CHARS`
+    characters are remembered by length and BLAKE2b digest (the text itself is not
+    kept), so a multi-megabyte text that two stages screen (the proxy screens a request
+    body, then records its messages) is scanned once; every character is still read by
+    the digest, and a text that differs in any character is scanned anew."""
     if len(text) < 8:
         return []
+    if len(text) < MEMO_MIN_CHARS:
+        return _find(text)
+    key = (len(text), hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+    with _memo_lock:
+        hit = _memo.pop(key, None)
+    if hit is None:
+        hit = tuple(_find(text))
+    with _memo_lock:
+        _memo.pop(key, None)
+        while len(_memo) >= _MEMO_SIZE:
+            del _memo[next(iter(_memo))]
+        _memo[key] = hit
+    return list(hit)
+
+
+def _find(text: str) -> list[SecretFinding]:
     lower = _lowered(text)
     hits = sorted(_scan(text, lower, _windows(text, lower)), key=lambda h: (h[0], -h[1]))
     merged: list[list[Any]] = []

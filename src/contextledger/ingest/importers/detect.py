@@ -274,7 +274,9 @@ def detect_source(source: Source) -> Detected:
     try:
         document = loads_json(text)
     except json.JSONDecodeError as exc:
-        multi_line = stripped.startswith("{") and stripped.count("\n", 0, 1 << 20) >= 1
+        # A record line may be longer than any fixed prefix (a pasted multi-megabyte log):
+        # the first line break is looked for in the whole text (one C-level scan).
+        multi_line = stripped.startswith("{") and "\n" in stripped
         if multi_line and (exc.msg == "Extra data" or exc.lineno == 1):
             return Detected(_classify_lines(source, too_deep=isinstance(exc, JsonDepthError)), None)
         parse_json_document(source)
